@@ -1,0 +1,11 @@
+// The dspark command line: each subcommand registers its options on the CLI11 app and
+// runs when selected. main() only dispatches.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace dspark::cli {
+
+void register_generate(CLI::App& app);
+
+}  // namespace dspark::cli

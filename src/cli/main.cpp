@@ -1,0 +1,25 @@
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "core/check.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dspark: LLM inference and serving with DSpark speculative decoding"};
+  app.require_subcommand(1);
+  dspark::cli::register_generate(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const dspark::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

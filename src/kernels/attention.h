@@ -1,0 +1,53 @@
+// Attention over a paged KV cache.
+//
+// KV layout, per layer: K and V pools of [num_blocks, block_size, num_kv_heads, head_dim],
+// f32 or bf16. A sequence's position p lives in block block_table[p / block_size] at
+// offset p % block_size, i.e. slot = block_id * block_size + p % block_size.
+//
+// Each query token t sees the first num_keys[t] positions of its own sequence (causal
+// decoding: num_keys = position + 1; a drafter's non-causal block: context + block
+// length). Grouped-query attention: query head h reads KV head h / (num_heads/num_kv_heads).
+//
+// Contract (tested): the output of a query row depends only on that row's q, its keys and
+// values — bit for bit the same whatever the other rows, their number, or the thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace dspark {
+
+struct KvLayerView {
+  void* k = nullptr;  // [num_blocks, block_size, num_kv_heads, head_dim]
+  void* v = nullptr;  // [num_blocks, block_size, num_kv_heads, head_dim]
+  DType dtype = DType::kF32;  // kF32 or kBF16
+  int64_t num_blocks = 0;
+  int64_t block_size = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+};
+
+// Stores new rows: k, v: [num_tokens, num_kv_heads, head_dim] f32; slots: [num_tokens].
+void write_kv(const float* k, const float* v, const int64_t* slots, int64_t num_tokens,
+              const KvLayerView& kv);
+
+struct PagedAttentionArgs {
+  const float* q = nullptr;                  // [num_tokens, num_heads, head_dim]
+  float* out = nullptr;                      // [num_tokens, num_heads, head_dim]
+  int64_t num_tokens = 0;
+  int64_t num_heads = 0;
+  const int32_t* seq_of_token = nullptr;     // [num_tokens] index into block_tables
+  const int32_t* num_keys = nullptr;         // [num_tokens] visible leading positions, >= 1
+  const int32_t* const* block_tables = nullptr;  // [num_seqs] -> block ids of that sequence
+  float scale = 1.0f;                        // usually 1 / sqrt(head_dim)
+};
+
+void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv);
+
+namespace reference {
+// Straightforward two-pass softmax in double-free f32, one query row at a time.
+void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv);
+}  // namespace reference
+
+}  // namespace dspark

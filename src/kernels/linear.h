@@ -1,0 +1,68 @@
+// Linear: y[M, out] = x[M, in] · Wᵀ (+ bias), with W given as [out, in] row-major (the
+// PyTorch / Hugging Face layout). Weights are converted to the compute dtype and
+// pre-packed by oneDNN once, at construction; forward never allocates.
+//
+// Contract (tested): row r of y depends only on row r of x, bit for bit, whatever M is
+// (1 .. max_rows) — the batch invariance that lossless speculative decoding relies on.
+// With compute = bf16, x is rounded to bf16 before the product and accumulation is f32;
+// with compute = f32 everything is f32.
+//
+// Two backends, each batch invariant on its own (never mixed within one Linear, since
+// their reduction orders differ):
+//  - kOneDnn: oneDNN matmul, one primitive per row count created on first use (or by
+//    prepare()), weights packed once in the layout oneDNN picks (`format_tag::any`).
+//  - kPackedBf16: a hand-written AVX-512 BF16 kernel (bf16 only): each output is one
+//    vdpbf16ps chain over k in order, so row r never depends on M or the thread count.
+//    Near memory bandwidth at M = 1; on machines where oneDNN uses AMX it is several
+//    times slower than oneDNN from M ≈ 4 up (see bench/kernels_bench.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/dtype.h"
+
+namespace dspark {
+
+enum class LinearBackend : uint8_t { kOneDnn, kPackedBf16 };
+
+struct LinearOptions {
+  DType compute = DType::kBF16;                 // kBF16 or kF32
+  int64_t max_rows = 512;                       // largest M forward will be called with
+  LinearBackend backend = LinearBackend::kOneDnn;  // kPackedBf16 needs compute = kBF16
+};
+
+class Linear {
+ public:
+  // weight: [out_features, in_features]; bias: [out_features] or empty.
+  Linear(std::span<const float> weight, int64_t out_features, int64_t in_features,
+         std::span<const float> bias, const LinearOptions& options);
+  ~Linear();
+  Linear(Linear&&) noexcept;
+  Linear& operator=(Linear&&) noexcept;
+
+  // x: [num_rows, in_features] f32; y: [num_rows, out_features] f32. 1 <= num_rows <= max_rows.
+  void forward(const float* x, float* y, int64_t num_rows);
+
+  // Builds what forward(num_rows) needs (a oneDNN primitive) now rather than on first use,
+  // so the step loop does not allocate. Cheap when already done.
+  void prepare(int64_t num_rows);
+
+  int64_t in_features() const;
+  int64_t out_features() const;
+  size_t weight_bytes() const;  // bytes of one packed copy of the weights (roofline reports)
+  LinearBackend backend() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+namespace reference {
+// Scalar reference of Linear::forward. For compute = bf16, rounds x and W to bf16 first.
+void linear(const float* x, const float* weight, const float* bias, float* y, int64_t num_rows,
+            int64_t out_features, int64_t in_features, DType compute);
+}  // namespace reference
+
+}  // namespace dspark

@@ -1,0 +1,55 @@
+// Turning logits into a probability distribution under a request's sampling parameters,
+// and drawing from it. The same transform produces the target's p and the drafter's q,
+// which lossless verification requires.
+//
+// Order (as vLLM/HF): repetition penalty -> temperature -> top-k -> top-p -> min-p.
+// temperature == 0 means greedy: the distribution is one-hot at the (penalised) argmax,
+// lowest index on ties.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dspark {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0 = greedy
+  int32_t top_k = 0;                // keep the k most likely tokens; 0 = off
+  float top_p = 1.0f;               // keep the smallest prefix with mass >= top_p; 1 = off
+  float min_p = 0.0f;               // drop tokens with p < min_p * max p; 0 = off
+  float repetition_penalty = 1.0f;  // HF rule: logit>0 ? logit/pen : logit*pen for seen tokens
+  uint64_t seed = 0;                // per-request generator seed
+
+  bool greedy() const { return temperature <= 0.0f; }
+  void validate() const;            // throws Error naming the bad field
+};
+
+// Owns scratch sized for one vocabulary, so the step loop does not allocate.
+class LogitsProcessor {
+ public:
+  explicit LogitsProcessor(int64_t vocab_size);
+
+  // logits: [vocab]; probs: [vocab] output, sums to 1, zero outside the kept set.
+  // history: tokens the repetition penalty applies to (prompt + generated).
+  void to_probs(const float* logits, float* probs, const SamplingParams& params,
+                std::span<const int32_t> history);
+
+ private:
+  int64_t vocab_size_;
+  std::vector<float> work_;        // [vocab]
+  std::vector<int32_t> order_;     // [vocab]
+};
+
+// Index of the largest value; lowest index on ties.
+int32_t argmax(const float* x, int64_t n);
+
+// Inverse-CDF draw: smallest i with cumsum(probs)[i] > u * total; u in [0, 1).
+int32_t sample_from_probs(const float* probs, int64_t n, double u);
+
+namespace reference {
+void to_probs(const float* logits, float* probs, int64_t vocab_size, const SamplingParams& params,
+              std::span<const int32_t> history);
+}  // namespace reference
+
+}  // namespace dspark

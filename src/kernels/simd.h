@@ -1,0 +1,79 @@
+// Internal AVX-512 helpers shared by the kernels (not part of the public API).
+//
+// Every helper is element-wise or has a fixed reduction order, so results never depend on
+// where a value sits in a buffer or on how many rows are processed together. Tails are
+// handled with masked loads/stores (same arithmetic as full vectors), never by a separate
+// scalar loop.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+namespace dspark::simd {
+
+#ifdef __AVX512F__
+
+// Mask of the first n lanes (n in [0, 16]).
+inline __mmask16 lanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// exp(x) in f32: x = n ln2 + r with |r| <= ln2/2, exp(r) by its degree-7 Taylor polynomial
+// (truncation error < 1e-8 relative), then scaled by 2^n with vscalefps, which handles
+// overflow to +inf and gradual underflow to 0. Inputs are clamped to [-104, 89] first so
+// that -inf gives 0 and +inf gives +inf.
+inline __m512 exp(__m512 x) {
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(89.0f)), _mm512_set1_ps(-104.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // ln2 split in a high part exact in few bits and a low correction (Cody-Waite).
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-6f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// Loads up to 16 bf16 values (masked) widened to f32 (exact).
+inline __m512 load_bf16(const uint16_t* p, __mmask16 mask) {
+  const __m256i raw = _mm256_maskz_loadu_epi16(mask, p);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+}
+
+// Rounds 16 f32 to bf16 exactly as float_to_bf16 does (nearest even, denormals kept, NaN
+// made quiet), so vector and scalar writers of the same value store the same bits.
+inline __m256i to_bf16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  const __m512i bits = _mm512_mask_or_epi32(rounded, nan, u, _mm512_set1_epi32(0x00400000));
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16));
+}
+
+#endif  // __AVX512F__
+
+// dst[i] = bf16(src[i]) for i < n (round to nearest even).
+inline void f32_to_bf16(const float* src, uint16_t* dst, int64_t n) {
+#ifdef __AVX512F__
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lanes(n - i);
+    _mm256_mask_storeu_epi16(dst + i, m, to_bf16(_mm512_maskz_loadu_ps(m, src + i)));
+  }
+#else
+  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+#endif
+}
+
+}  // namespace dspark::simd

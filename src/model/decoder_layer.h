@@ -1,0 +1,74 @@
+// One pre-norm decoder layer of a Llama / Mistral / Qwen2 / Qwen3 model. Owns its weights:
+// q/k/v fused into one projection and gate/up into another (fewer, larger matmuls — at
+// ~1 ms per decode step per-call overhead matters), pre-packed once for the compute dtype.
+//
+//   x += o_proj(attention(rope(q_norm?(q)), rope(k_norm?(k)), v))   with q,k,v = qkv(norm(x))
+//   x += down(silu(gate(norm(x))) * up(norm(x)))
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/linear.h"
+#include "kernels/rope.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace dspark {
+
+// Per-step token metadata shared by every layer, computed once per forward.
+struct LayerStepContext {
+  int64_t num_tokens = 0;
+  const int32_t* positions = nullptr;        // [num_tokens]
+  const int32_t* seq_of_token = nullptr;     // [num_tokens]
+  const int32_t* num_keys = nullptr;         // [num_tokens]
+  const int64_t* slots = nullptr;            // [num_tokens] KV slot of each token
+  const int32_t* const* block_tables = nullptr;  // [num_sequences]
+  const RopeTable* rope = nullptr;
+};
+
+// Activation buffers, sized once for the largest batch and shared by all layers.
+struct LayerWorkspace {
+  std::vector<float> normed;   // [max_tokens, hidden]
+  std::vector<float> qkv;      // [max_tokens, (heads + 2 * kv_heads) * head_dim]
+  std::vector<float> q;        // [max_tokens, heads * head_dim]
+  std::vector<float> k;        // [max_tokens, kv_heads * head_dim]
+  std::vector<float> v;        // [max_tokens, kv_heads * head_dim]
+  std::vector<float> attn;     // [max_tokens, heads * head_dim]
+  std::vector<float> proj;     // [max_tokens, hidden]
+  std::vector<float> gate_up;  // [max_tokens, 2 * intermediate]
+  std::vector<float> act;      // [max_tokens, intermediate]
+
+  LayerWorkspace(const ModelConfig& config, int64_t max_tokens);
+};
+
+class DecoderLayer {
+ public:
+  DecoderLayer(const ModelConfig& config, const WeightStore& weights, int64_t layer_index,
+               const LinearOptions& linear_options);
+
+  // x: [num_tokens, hidden], the residual stream, updated in place. Writes this step's
+  // K/V into kv at ctx.slots before attending, so every query reads keys from the cache.
+  void forward(float* x, const LayerStepContext& ctx, const KvLayerView& kv, LayerWorkspace& ws);
+
+  size_t weight_bytes() const;
+
+ private:
+  int64_t hidden_;
+  int64_t num_heads_;
+  int64_t num_kv_heads_;
+  int64_t head_dim_;
+  int64_t intermediate_;
+  float eps_;
+  std::vector<float> input_norm_;  // [hidden]
+  std::vector<float> post_norm_;   // [hidden]
+  std::vector<float> q_norm_;      // [head_dim] (qwen3), else empty
+  std::vector<float> k_norm_;      // [head_dim] (qwen3), else empty
+  Linear qkv_;                     // [(heads + 2 * kv_heads) * head_dim, hidden]
+  Linear o_;                       // [hidden, heads * head_dim]
+  Linear gate_up_;                 // [2 * intermediate, hidden]
+  Linear down_;                    // [hidden, intermediate]
+};
+
+}  // namespace dspark

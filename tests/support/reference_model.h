@@ -1,0 +1,39 @@
+// A deliberately plain, scalar implementation of the Llama / Mistral / Qwen2 / Qwen3
+// forward pass, written from the Hugging Face definitions and sharing no kernel code with
+// the engine: the independent reference for parity tests. Recomputes the whole sequence
+// each call (no cache), with full causal attention.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "model/config.h"
+
+namespace dspark::testing {
+
+class ReferenceModel {
+ public:
+  // round_to_bf16: round matmul inputs and weights to bf16 (mirrors the engine's bf16
+  // compute: bf16 operands, f32 accumulation); everything else stays f32.
+  ReferenceModel(const std::filesystem::path& dir, bool round_to_bf16);
+
+  // Logits for every position: [tokens.size(), vocab]. Optionally the output of every
+  // decoder layer: hidden_per_layer[l] is [tokens.size(), hidden].
+  std::vector<float> forward(const std::vector<int32_t>& tokens,
+                             std::vector<std::vector<float>>* hidden_per_layer = nullptr) const;
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  struct Layer {
+    std::vector<float> input_norm, post_norm, q_norm, k_norm;
+    std::vector<float> wq, wk, wv, wo, bq, bk, bv, bo, gate, up, down, bgate, bup, bdown;
+  };
+  ModelConfig config_;
+  bool bf16_;
+  std::vector<float> embed_, final_norm_, lm_head_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace dspark::testing

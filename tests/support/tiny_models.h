@@ -1,0 +1,36 @@
+// Writes small randomly initialised Hugging Face model directories (config.json +
+// model.safetensors) for tests: every supported model_type and its options.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "core/dtype.h"
+
+namespace dspark::testing {
+
+struct TinyModelSpec {
+  std::string model_type = "llama";  // llama, mistral, qwen2, qwen3
+  int64_t vocab_size = 97;
+  int64_t hidden_size = 64;
+  int64_t num_layers = 2;
+  int64_t num_heads = 4;
+  int64_t num_kv_heads = 2;
+  int64_t head_dim = 16;
+  int64_t intermediate_size = 96;
+  int64_t max_position_embeddings = 256;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;       // llama: q/k/v/o bias; qwen2 always has q/k/v bias
+  bool llama3_rope_scaling = false;
+  DType file_dtype = DType::kF32;    // how tensors are stored
+  uint64_t seed = 1;
+};
+
+// Creates dir (and parents) and writes the model. Returns dir.
+std::filesystem::path write_tiny_model(const TinyModelSpec& spec, const std::filesystem::path& dir);
+
+// A fresh empty directory under the system temp dir, unique per call.
+std::filesystem::path make_temp_dir(const std::string& name);
+
+}  // namespace dspark::testing
