@@ -49,19 +49,23 @@ class Tokenizer {
 
 // Incremental detokenizer for streaming: push ids one by one, get back only text that is
 // final (complete UTF-8 characters, and no pending leading-space strip or byte-fallback
-// sequence). Concatenating every push() and flush() equals decode(all ids).
+// sequence). Concatenating every push() and flush() equals decode(all ids) with the same
+// skip_special_tokens. Each push decodes a small window (the last emitted id as context
+// plus the ids not yet emitted), so the cost per id does not grow with the history.
+// Holds a reference to the tokenizer, which must outlive it. Not thread-safe.
 class StreamingDecoder {
  public:
   explicit StreamingDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = true);
   std::string push(int32_t id);
+  // Returns whatever is still held back (an unfinished character or byte sequence).
   std::string flush();
 
  private:
   const Tokenizer& tokenizer_;
   bool skip_special_tokens_;
-  std::vector<int32_t> ids_;
-  size_t emitted_bytes_ = 0;
-  size_t prefix_offset_ = 0;
+  std::vector<int32_t> ids_;   // [window] context ids (already emitted), then pending ids
+  size_t num_context_ = 0;     // ids_[0, num_context_) are context
+  std::string context_text_;   // decode(ids_[0, num_context_))
 };
 
 }  // namespace dspark

@@ -1,0 +1,15 @@
+// Unicode canonical normalization (NFC and NFD) of valid UTF-8 text, for the NFC / NFD
+// normalizers of tokenizer.json (Qwen2/Qwen3 use NFC). Tables come from the Unicode
+// Character Database via normalizer_nfc_gen.py. Text below U+0300 is returned unchanged
+// without decoding (it is always already normalized).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dspark::tok {
+
+std::string nfc(std::string_view text);
+std::string nfd(std::string_view text);
+
+}  // namespace dspark::tok
