@@ -7,14 +7,17 @@
 // With compute = bf16, x is rounded to bf16 before the product and accumulation is f32;
 // with compute = f32 everything is f32.
 //
-// Two backends, each batch invariant on its own (never mixed within one Linear, since
-// their reduction orders differ):
-//  - kOneDnn: oneDNN matmul, one primitive per row count created on first use (or by
-//    prepare()), weights packed once in the layout oneDNN picks (`format_tag::any`).
-//  - kPackedBf16: a hand-written AVX-512 BF16 kernel (bf16 only): each output is one
-//    vdpbf16ps chain over k in order, so row r never depends on M or the thread count.
-//    Near memory bandwidth at M = 1; on machines where oneDNN uses AMX it is several
-//    times slower than oneDNN from M ≈ 4 up (see bench/kernels_bench.cpp).
+// Backends, each batch invariant on its own (one Linear never mixes them: their reduction
+// orders differ):
+//  - kPackedBf16 (what kAuto picks for bf16): a hand-written AVX-512 BF16 kernel. Each
+//    output is one vdpbf16ps chain over k in order, so a row never depends on M or on the
+//    thread count, on any machine. Near memory bandwidth at M = 1.
+//  - kOneDnn (what kAuto picks for f32): oneDNN matmul, one primitive per row count made
+//    on first use (or by prepare()), weights packed once in the layout oneDNN picks. For
+//    bf16, oneDNN's AMX kernels are not batch invariant (measured: they differ between
+//    M = 1 and M >= 2 for small shapes, across M at K = 8192, and between 1 and 2 threads),
+//    so the process caps oneDNN at AVX-512 BF16 before its first primitive; a bf16 kOneDnn
+//    Linear throws if that cap could not be applied.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +28,12 @@
 
 namespace dspark {
 
-enum class LinearBackend : uint8_t { kOneDnn, kPackedBf16 };
+enum class LinearBackend : uint8_t { kAuto, kOneDnn, kPackedBf16 };
 
 struct LinearOptions {
   DType compute = DType::kBF16;                 // kBF16 or kF32
   int64_t max_rows = 512;                       // largest M forward will be called with
-  LinearBackend backend = LinearBackend::kOneDnn;  // kPackedBf16 needs compute = kBF16
+  LinearBackend backend = LinearBackend::kAuto;  // kPackedBf16 needs compute = kBF16
 };
 
 class Linear {
@@ -52,7 +55,7 @@ class Linear {
   int64_t in_features() const;
   int64_t out_features() const;
   size_t weight_bytes() const;  // bytes of one packed copy of the weights (roofline reports)
-  LinearBackend backend() const;
+  LinearBackend backend() const;  // the one in use (never kAuto)
 
  private:
   struct Impl;

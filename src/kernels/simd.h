@@ -18,8 +18,9 @@ namespace dspark::simd {
 
 #ifdef __AVX512F__
 
-// Mask of the first n lanes (n in [0, 16]).
+// Mask of the first n lanes, n clamped to [0, 16].
 inline __mmask16 lanes(int64_t n) {
+  if (n <= 0) return 0;
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
 }
 

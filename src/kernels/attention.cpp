@@ -1,0 +1,258 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "core/check.h"
+#include "kernels/simd.h"
+
+namespace dspark {
+namespace {
+
+// Keys per online-softmax step. Tiles start at absolute positions 0, kTile, 2*kTile, ...
+// so the order of operations for a query row is fixed by its num_keys alone.
+constexpr int64_t kTile = 32;
+constexpr int64_t kMaxHeadDim = 256;
+constexpr int64_t kMaxHeadsAtOnce = 16;  // query heads of one KV head processed together
+// Below this many multiply-adds (q·k and p·v) a call stays on the calling thread.
+constexpr int64_t kParallelMinMacs = 64 * 1024;
+
+const char* kv_dtype_error = "KvLayerView: dtype must be f32 or bf16";
+
+void check_view(const KvLayerView& kv) {
+  DSPARK_CHECK(kv.dtype == DType::kF32 || kv.dtype == DType::kBF16, "{}, got {}", kv_dtype_error,
+               dtype_name(kv.dtype));
+  DSPARK_CHECK(kv.k && kv.v, "KvLayerView: null K or V pool");
+  DSPARK_CHECK(kv.num_blocks > 0 && kv.block_size > 0 && kv.num_kv_heads > 0 && kv.head_dim > 0,
+               "KvLayerView: bad shape blocks={} block_size={} kv_heads={} head_dim={}", kv.num_blocks,
+               kv.block_size, kv.num_kv_heads, kv.head_dim);
+}
+
+// Row of KV head `head` at `slot`, f32 pool or bf16 pool.
+template <typename T>
+const T* kv_row(const void* pool, int64_t slot, int64_t head, const KvLayerView& kv) {
+  return static_cast<const T*>(pool) + (slot * kv.num_kv_heads + head) * kv.head_dim;
+}
+
+#ifdef __AVX512F__
+
+// Per query head running state of the online softmax; acc is kept in kChunks registers.
+struct HeadState {
+  float max;
+  float sum;
+};
+
+// One tile of keys for `num_heads` query heads that share a KV head.
+// q: [num_heads] rows of head_dim; k_rows/v_rows: [count] f32 rows; acc: [num_heads, kChunks*16].
+template <int kChunks>
+void attend_tile(const float* const* q, int64_t num_heads, const float* const* k_rows,
+                 const float* const* v_rows, int64_t count, int64_t head_dim, float scale,
+                 HeadState* state, float* acc) {
+  __mmask16 chunk_mask[kChunks];
+  for (int c = 0; c < kChunks; ++c) chunk_mask[c] = simd::lanes(head_dim - 16 * c);
+  const __mmask16 valid_lo = simd::lanes(count), valid_hi = simd::lanes(count - 16);
+  for (int64_t h = 0; h < num_heads; ++h) {
+    __m512 qv[kChunks];
+    for (int c = 0; c < kChunks; ++c) qv[c] = _mm512_maskz_loadu_ps(chunk_mask[c], q[h] + 16 * c);
+    alignas(64) float scores[kTile];
+    for (int64_t j = 0; j < count; ++j) {
+      __m512 dot = _mm512_mul_ps(qv[0], _mm512_maskz_loadu_ps(chunk_mask[0], k_rows[j]));
+      for (int c = 1; c < kChunks; ++c)
+        dot = _mm512_fmadd_ps(qv[c], _mm512_maskz_loadu_ps(chunk_mask[c], k_rows[j] + 16 * c), dot);
+      scores[j] = _mm512_reduce_add_ps(dot) * scale;
+    }
+    const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    const __m512 s_lo = _mm512_mask_loadu_ps(neg_inf, valid_lo, scores);
+    const __m512 s_hi = _mm512_mask_loadu_ps(neg_inf, valid_hi, scores + 16);
+    const float tile_max = _mm512_reduce_max_ps(_mm512_max_ps(s_lo, s_hi));
+    const float new_max = std::max(state[h].max, tile_max);
+    // First tile: max is -inf, exp(-inf) = 0 clears the (zero) state.
+    const float correction = std::exp(state[h].max - new_max);
+    const __m512 m = _mm512_set1_ps(new_max);
+    const __m512 p_lo = _mm512_maskz_mov_ps(valid_lo, simd::exp(_mm512_sub_ps(s_lo, m)));
+    const __m512 p_hi = _mm512_maskz_mov_ps(valid_hi, simd::exp(_mm512_sub_ps(s_hi, m)));
+    alignas(64) float p[kTile];
+    _mm512_store_ps(p, p_lo);
+    _mm512_store_ps(p + 16, p_hi);
+    state[h].sum = state[h].sum * correction + _mm512_reduce_add_ps(_mm512_add_ps(p_lo, p_hi));
+    state[h].max = new_max;
+
+    float* a = acc + h * kChunks * 16;
+    __m512 av[kChunks];
+    const __m512 corr = _mm512_set1_ps(correction);
+    for (int c = 0; c < kChunks; ++c) av[c] = _mm512_mul_ps(_mm512_load_ps(a + 16 * c), corr);
+    for (int64_t j = 0; j < count; ++j) {
+      const __m512 pj = _mm512_set1_ps(p[j]);
+      for (int c = 0; c < kChunks; ++c)
+        av[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(chunk_mask[c], v_rows[j] + 16 * c), av[c]);
+    }
+    for (int c = 0; c < kChunks; ++c) _mm512_store_ps(a + 16 * c, av[c]);
+  }
+}
+
+using AttendTileFn = void (*)(const float* const*, int64_t, const float* const*, const float* const*,
+                              int64_t, int64_t, float, HeadState*, float*);
+
+template <int... kChunks>
+constexpr AttendTileFn attend_tile_table(int64_t chunks, std::integer_sequence<int, kChunks...>) {
+  constexpr AttendTileFn table[] = {attend_tile<kChunks + 1>...};
+  return table[chunks - 1];
+}
+
+AttendTileFn attend_tile_fn(int64_t head_dim) {
+  return attend_tile_table((head_dim + 15) / 16, std::make_integer_sequence<int, kMaxHeadDim / 16>{});
+}
+
+#endif  // __AVX512F__
+
+// All query heads of token t that read KV head kv_head.
+void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
+  const int64_t d = kv.head_dim;
+  const int64_t group = args.num_heads / kv.num_kv_heads;
+  const int64_t q_stride = args.num_heads * d;
+  const int32_t* table = args.block_tables[args.seq_of_token[t]];
+  const int64_t num_keys = args.num_keys[t];
+  const bool bf16 = kv.dtype == DType::kBF16;
+
+#ifdef __AVX512F__
+  const int64_t chunks = (d + 15) / 16;
+  const AttendTileFn attend = attend_tile_fn(d);
+  alignas(64) float k_tile[kTile * kMaxHeadDim];  // [kTile, d] f32 copies of bf16 rows
+  alignas(64) float v_tile[kTile * kMaxHeadDim];  // [kTile, d]
+  alignas(64) float acc[kMaxHeadsAtOnce * kMaxHeadDim];  // [heads, chunks * 16]
+  const float* k_rows[kTile];
+  const float* v_rows[kTile];
+  const float* q_rows[kMaxHeadsAtOnce];
+  HeadState state[kMaxHeadsAtOnce];
+
+  for (int64_t h0 = 0; h0 < group; h0 += kMaxHeadsAtOnce) {
+    const int64_t heads = std::min(kMaxHeadsAtOnce, group - h0);
+    for (int64_t h = 0; h < heads; ++h) {
+      q_rows[h] = args.q + t * q_stride + (kv_head * group + h0 + h) * d;
+      state[h] = {-std::numeric_limits<float>::infinity(), 0.0f};
+    }
+    std::memset(acc, 0, sizeof(float) * static_cast<size_t>(heads * chunks * 16));
+    for (int64_t j0 = 0; j0 < num_keys; j0 += kTile) {
+      const int64_t count = std::min(kTile, num_keys - j0);
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t pos = j0 + j;
+        const int64_t slot = int64_t{table[pos / kv.block_size]} * kv.block_size + pos % kv.block_size;
+        if (bf16) {
+          const uint16_t* kr = kv_row<uint16_t>(kv.k, slot, kv_head, kv);
+          const uint16_t* vr = kv_row<uint16_t>(kv.v, slot, kv_head, kv);
+          for (int64_t c = 0; c < d; c += 16) {
+            const __mmask16 m = simd::lanes(d - c);
+            _mm512_mask_storeu_ps(k_tile + j * d + c, m, simd::load_bf16(kr + c, m));
+            _mm512_mask_storeu_ps(v_tile + j * d + c, m, simd::load_bf16(vr + c, m));
+          }
+          k_rows[j] = k_tile + j * d;
+          v_rows[j] = v_tile + j * d;
+        } else {
+          k_rows[j] = kv_row<float>(kv.k, slot, kv_head, kv);
+          v_rows[j] = kv_row<float>(kv.v, slot, kv_head, kv);
+        }
+      }
+      attend(q_rows, heads, k_rows, v_rows, count, d, args.scale, state, acc);
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      float* out = args.out + t * q_stride + (kv_head * group + h0 + h) * d;
+      const __m512 sum = _mm512_set1_ps(state[h].sum);
+      for (int64_t c = 0; c < d; c += 16) {
+        const __mmask16 m = simd::lanes(d - c);
+        _mm512_mask_storeu_ps(out + c, m, _mm512_div_ps(_mm512_load_ps(acc + h * chunks * 16 + c), sum));
+      }
+    }
+  }
+#else
+  // Portable path: the same tiled online softmax, one query head at a time, scalar.
+  auto load = [&](const void* pool, int64_t slot, int64_t i) {
+    return bf16 ? bf16_to_float(kv_row<uint16_t>(pool, slot, kv_head, kv)[i])
+                : kv_row<float>(pool, slot, kv_head, kv)[i];
+  };
+  float acc[kMaxHeadDim];
+  for (int64_t h = 0; h < group; ++h) {
+    const float* q = args.q + t * q_stride + (kv_head * group + h) * d;
+    float max = -std::numeric_limits<float>::infinity(), sum = 0.0f;
+    std::fill(acc, acc + d, 0.0f);
+    for (int64_t j0 = 0; j0 < num_keys; j0 += kTile) {
+      const int64_t count = std::min(kTile, num_keys - j0);
+      float scores[kTile], tile_max = -std::numeric_limits<float>::infinity();
+      int64_t slots[kTile];
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t pos = j0 + j;
+        slots[j] = int64_t{table[pos / kv.block_size]} * kv.block_size + pos % kv.block_size;
+        float dot = 0.0f;
+        for (int64_t i = 0; i < d; ++i) dot += q[i] * load(kv.k, slots[j], i);
+        scores[j] = dot * args.scale;
+        tile_max = std::max(tile_max, scores[j]);
+      }
+      const float new_max = std::max(max, tile_max);
+      const float correction = std::exp(max - new_max);
+      sum *= correction;
+      for (int64_t i = 0; i < d; ++i) acc[i] *= correction;
+      for (int64_t j = 0; j < count; ++j) {
+        const float p = std::exp(scores[j] - new_max);
+        sum += p;
+        for (int64_t i = 0; i < d; ++i) acc[i] += p * load(kv.v, slots[j], i);
+      }
+      max = new_max;
+    }
+    float* out = args.out + t * q_stride + (kv_head * group + h) * d;
+    for (int64_t i = 0; i < d; ++i) out[i] = acc[i] / sum;
+  }
+#endif
+}
+
+}  // namespace
+
+void write_kv(const float* k, const float* v, const int64_t* slots, int64_t num_tokens,
+              const KvLayerView& kv) {
+  check_view(kv);
+  const int64_t capacity = kv.num_blocks * kv.block_size;
+  for (int64_t t = 0; t < num_tokens; ++t)
+    DSPARK_CHECK(slots[t] >= 0 && slots[t] < capacity, "write_kv: slot {} of token {} outside [0, {})",
+                 slots[t], t, capacity);
+  const int64_t row = kv.num_kv_heads * kv.head_dim;  // elements per token
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const int64_t offset = slots[t] * row;
+    if (kv.dtype == DType::kF32) {
+      std::memcpy(static_cast<float*>(kv.k) + offset, k + t * row, sizeof(float) * static_cast<size_t>(row));
+      std::memcpy(static_cast<float*>(kv.v) + offset, v + t * row, sizeof(float) * static_cast<size_t>(row));
+    } else {
+      simd::f32_to_bf16(k + t * row, static_cast<uint16_t*>(kv.k) + offset, row);
+      simd::f32_to_bf16(v + t * row, static_cast<uint16_t*>(kv.v) + offset, row);
+    }
+  }
+}
+
+void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv) {
+  check_view(kv);
+  DSPARK_CHECK(kv.head_dim <= kMaxHeadDim, "paged_attention: head_dim {} above the supported {}",
+               kv.head_dim, kMaxHeadDim);
+  DSPARK_CHECK(args.num_heads > 0 && args.num_heads % kv.num_kv_heads == 0,
+               "paged_attention: num_heads {} is not a multiple of num_kv_heads {}", args.num_heads,
+               kv.num_kv_heads);
+  // Validate everything the parallel loop reads: it cannot throw.
+  int64_t total_keys = 0;
+  for (int64_t t = 0; t < args.num_tokens; ++t) {
+    const int64_t n = args.num_keys[t];
+    DSPARK_CHECK(n >= 1, "paged_attention: token {} has num_keys {} (must be >= 1)", t, n);
+    const int32_t* table = args.block_tables[args.seq_of_token[t]];
+    for (int64_t b = 0; b < (n + kv.block_size - 1) / kv.block_size; ++b)
+      DSPARK_CHECK(table[b] >= 0 && table[b] < kv.num_blocks,
+                   "paged_attention: token {} reads block {} (table entry {}) outside [0, {})", t,
+                   table[b], b, kv.num_blocks);
+    total_keys += n;
+  }
+  const int64_t units = args.num_tokens * kv.num_kv_heads;
+  const bool parallel = units > 1 && 2 * total_keys * args.num_heads * kv.head_dim >= kParallelMinMacs;
+  // Units are independent and each is computed whole by one thread, so the schedule
+  // (dynamic: causal rows have unequal lengths) never changes any result.
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  for (int64_t u = 0; u < units; ++u) attend_unit(args, kv, u / kv.num_kv_heads, u % kv.num_kv_heads);
+}
+
+}  // namespace dspark

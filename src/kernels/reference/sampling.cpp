@@ -1,0 +1,61 @@
+// Scalar reference of the logits -> probabilities transform: full sorts, double precision.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "kernels/sampling.h"
+
+namespace dspark::reference {
+
+void to_probs(const float* logits, float* probs, int64_t vocab_size, const SamplingParams& params,
+              std::span<const int32_t> history) {
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  std::vector<double> w(static_cast<size_t>(vocab_size));
+  for (int64_t i = 0; i < vocab_size; ++i) w[i] = std::isnan(logits[i]) ? neg_inf : logits[i];
+  std::vector<bool> seen(static_cast<size_t>(vocab_size), false);
+  for (const int32_t token : history) seen[static_cast<size_t>(token)] = true;
+  for (int64_t i = 0; i < vocab_size; ++i) {
+    if (!seen[i] || params.repetition_penalty == 1.0f) continue;
+    // The penalty is applied in f32 as the engine does; only the later steps use double.
+    const float l = static_cast<float>(w[i]);
+    w[i] = l > 0.0f ? l / params.repetition_penalty : l * params.repetition_penalty;
+  }
+  std::fill(probs, probs + vocab_size, 0.0f);
+  if (params.temperature <= 0.0f) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < vocab_size; ++i)
+      if (w[i] > w[best]) best = i;
+    probs[best] = 1.0f;
+    return;
+  }
+  std::vector<int64_t> order(static_cast<size_t>(vocab_size));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); });
+  int64_t n = vocab_size;
+  if (params.top_k > 0 && params.top_k < vocab_size) n = params.top_k;
+  std::vector<double> p(static_cast<size_t>(vocab_size), 0.0);
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    p[order[i]] = std::exp((w[order[i]] - w[order[0]]) / params.temperature);
+    total += p[order[i]];
+  }
+  // Sorted by logit is sorted by probability: the top-p prefix is a prefix of `order`.
+  if (params.top_p < 1.0f) {
+    double mass = 0.0;
+    int64_t cut = 0;
+    while (cut < n && mass < params.top_p * total) mass += p[order[cut++]];
+    n = std::max<int64_t>(cut, 1);
+  }
+  double kept_total = 0.0;
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (p[order[i]] < params.min_p * p[order[0]]) continue;
+    order[kept++] = order[i];
+    kept_total += p[order[i]];
+  }
+  for (int64_t i = 0; i < kept; ++i) probs[order[i]] = static_cast<float>(p[order[i]] / kept_total);
+}
+
+}  // namespace dspark::reference

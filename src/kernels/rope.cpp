@@ -1,0 +1,66 @@
+#include "kernels/rope.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "kernels/simd.h"
+
+namespace dspark {
+namespace {
+
+constexpr int64_t kParallelMinElements = 64 * 1024;
+
+}  // namespace
+
+RopeTable::RopeTable(std::span<const float> inv_freq, int64_t max_positions)
+    : half_dim_(static_cast<int64_t>(inv_freq.size())), max_positions_(max_positions) {
+  DSPARK_CHECK(half_dim_ > 0, "RopeTable: inv_freq is empty");
+  DSPARK_CHECK(max_positions_ > 0, "RopeTable: max_positions must be positive, got {}", max_positions_);
+  cos_.resize(static_cast<size_t>(max_positions_ * half_dim_));
+  sin_.resize(cos_.size());
+  for (int64_t p = 0; p < max_positions_; ++p)
+    for (int64_t i = 0; i < half_dim_; ++i) {
+      // The angle is rounded to f32 before cos/sin, as HF computes it in f32.
+      const float angle = static_cast<float>(p) * inv_freq[static_cast<size_t>(i)];
+      cos_[static_cast<size_t>(p * half_dim_ + i)] = std::cos(angle);
+      sin_[static_cast<size_t>(p * half_dim_ + i)] = std::sin(angle);
+    }
+}
+
+void apply_rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t num_heads,
+                int64_t head_dim, const RopeTable& table) {
+  const int64_t half = head_dim / 2;
+  DSPARK_CHECK(head_dim % 2 == 0 && half == table.half_dim(),
+               "apply_rope: head_dim {} does not match the table's half_dim {}", head_dim, table.half_dim());
+  for (int64_t t = 0; t < num_tokens; ++t)
+    DSPARK_CHECK(positions[t] >= 0 && positions[t] < table.max_positions(),
+                 "apply_rope: position {} of token {} outside [0, {})", positions[t], t, table.max_positions());
+  const int64_t rows = num_tokens * num_heads;
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * head_dim >= kParallelMinElements)
+  for (int64_t row = 0; row < rows; ++row) {
+    const int32_t pos = positions[row / num_heads];
+    const float* c = table.cos(pos);  // [half]
+    const float* s = table.sin(pos);  // [half]
+    float* lo = x + row * head_dim;   // [half]
+    float* hi = lo + half;            // [half]
+    // x*cos + rotate_half(x)*sin, with separate roundings (no fma) like HF's f32 ops.
+#ifdef __AVX512F__
+    for (int64_t i = 0; i < half; i += 16) {
+      const __mmask16 m = simd::lanes(half - i);
+      const __m512 a = _mm512_maskz_loadu_ps(m, lo + i), b = _mm512_maskz_loadu_ps(m, hi + i);
+      const __m512 cv = _mm512_maskz_loadu_ps(m, c + i), sv = _mm512_maskz_loadu_ps(m, s + i);
+      _mm512_mask_storeu_ps(lo + i, m, _mm512_sub_ps(_mm512_mul_ps(a, cv), _mm512_mul_ps(b, sv)));
+      _mm512_mask_storeu_ps(hi + i, m, _mm512_add_ps(_mm512_mul_ps(b, cv), _mm512_mul_ps(a, sv)));
+    }
+#else
+    for (int64_t i = 0; i < half; ++i) {
+      const float a = lo[i], b = hi[i];
+      const float ac = a * c[i], bs = b * s[i], bc = b * c[i], as = a * s[i];
+      lo[i] = ac - bs;
+      hi[i] = bc + as;
+    }
+#endif
+  }
+}
+
+}  // namespace dspark

@@ -1,0 +1,213 @@
+#include "kernels/sampling.h"
+
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "kernels/kernel_test_util.h"
+
+namespace dspark {
+namespace {
+
+using testing::random_floats;
+
+std::vector<float> probs_of(const std::vector<float>& logits, const SamplingParams& params,
+                            const std::vector<int32_t>& history = {}) {
+  LogitsProcessor processor(static_cast<int64_t>(logits.size()));
+  std::vector<float> probs(logits.size(), -1.0f);
+  processor.to_probs(logits.data(), probs.data(), params, history);
+  return probs;
+}
+
+std::vector<float> log_of(const std::vector<float>& p) {
+  std::vector<float> l;
+  for (float v : p) l.push_back(std::log(v));
+  return l;
+}
+
+int count_nonzero(const std::vector<float>& p) {
+  int n = 0;
+  for (float v : p) n += v != 0.0f;
+  return n;
+}
+
+TEST(Sampling, GreedyIsOneHotAtLowestArgmax) {
+  SamplingParams params;
+  params.temperature = 0.0f;
+  params.top_k = 3;  // ignored when greedy
+  const auto p = probs_of({0.5f, 2.0f, -1.0f, 2.0f, 1.0f}, params);
+  EXPECT_EQ(p, (std::vector<float>{0, 1, 0, 0, 0}));
+}
+
+TEST(Sampling, TopKKeepsExactlyKEvenWithTies) {
+  SamplingParams params;
+  params.top_k = 3;
+  // Four tokens tie for the largest logit: the three lowest ids are kept.
+  const auto p = probs_of({1.0f, 3.0f, 3.0f, 0.0f, 3.0f, 3.0f}, params);
+  EXPECT_EQ(count_nonzero(p), 3);
+  EXPECT_FLOAT_EQ(p[1], 1.0f / 3);
+  EXPECT_FLOAT_EQ(p[2], 1.0f / 3);
+  EXPECT_FLOAT_EQ(p[4], 1.0f / 3);
+  auto big = random_floats(5000, 3, -5.0f, 5.0f);
+  params.top_k = 17;
+  EXPECT_EQ(count_nonzero(probs_of(big, params)), 17);
+}
+
+TEST(Sampling, TopPKeepsSmallestPrefixReachingMass) {
+  const std::vector<float> logits = log_of({0.15f, 0.5f, 0.05f, 0.3f});  // sorted: 1, 3, 0, 2
+  SamplingParams params;
+  params.top_p = 0.75f;  // 0.5 < 0.75 <= 0.5 + 0.3
+  auto p = probs_of(logits, params);
+  EXPECT_NEAR(p[1], 0.5f / 0.8f, 1e-6);
+  EXPECT_NEAR(p[3], 0.3f / 0.8f, 1e-6);
+  EXPECT_EQ(p[0], 0.0f);
+  EXPECT_EQ(p[2], 0.0f);
+  params.top_p = 0.9f;  // needs three tokens
+  EXPECT_EQ(count_nonzero(probs_of(logits, params)), 3);
+  params.top_p = 0.01f;  // always at least one
+  p = probs_of(logits, params);
+  EXPECT_EQ(count_nonzero(p), 1);
+  EXPECT_EQ(p[1], 1.0f);
+}
+
+TEST(Sampling, TopPOnLargeVocabularyBeyondFirstChunk) {
+  // Nearly flat logits: the kept prefix is far longer than the first partial sort.
+  const auto logits = random_floats(4000, 5, 0.0f, 0.01f);
+  SamplingParams params;
+  params.top_p = 0.5f;
+  const auto p = probs_of(logits, params);
+  std::vector<float> ref(logits.size());
+  reference::to_probs(logits.data(), ref.data(), static_cast<int64_t>(logits.size()), params, {});
+  EXPECT_GT(count_nonzero(p), 1000);
+  EXPECT_EQ(count_nonzero(p), count_nonzero(ref));
+}
+
+TEST(Sampling, MinPDropsTokensBelowFractionOfMax) {
+  const std::vector<float> logits = log_of({0.5f, 0.3f, 0.15f, 0.05f});
+  SamplingParams params;
+  params.min_p = 0.2f;  // threshold 0.1: drops only 0.05
+  const auto p = probs_of(logits, params);
+  EXPECT_EQ(p[3], 0.0f);
+  EXPECT_NEAR(p[0], 0.5f / 0.95f, 1e-6);
+  EXPECT_NEAR(p[2], 0.15f / 0.95f, 1e-6);
+}
+
+TEST(Sampling, RepetitionPenaltyDividesPositiveMultipliesNegativeOnce) {
+  SamplingParams params;
+  params.repetition_penalty = 2.0f;
+  // Token 1 appears twice in history: penalised once (-2 -> -4, not -8).
+  const auto p = probs_of({2.0f, -2.0f, 1.0f, 0.5f}, params, {0, 1, 1});
+  const std::vector<double> adjusted = {1.0, -4.0, 1.0, 0.5};
+  double z = 0;
+  for (double a : adjusted) z += std::exp(a);
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(p[i], std::exp(adjusted[i]) / z, 1e-6) << i;
+  // Greedy sees the penalised logits: 0 and 2 tie at 1.0, lowest id wins.
+  params.temperature = 0.0f;
+  EXPECT_EQ(probs_of({2.0f, -2.0f, 1.0f, 0.5f}, params, {0, 1}), (std::vector<float>{1, 0, 0, 0}));
+  params.temperature = 1.0f;
+  EXPECT_THROW(probs_of({1.0f, 2.0f}, params, {2}), Error);  // history token out of range
+}
+
+// Tolerance: 1e-6 absolute per probability, and the same kept set.
+TEST(Sampling, MatchesReferenceOnRandomLogits) {
+  std::vector<SamplingParams> configs(6);
+  configs[1].temperature = 0.7f;
+  configs[2].top_k = 50;
+  configs[3].top_p = 0.9f;
+  configs[3].temperature = 0.8f;
+  configs[4].min_p = 0.05f;
+  configs[4].repetition_penalty = 1.3f;
+  configs[5] = {1.2f, 200, 0.95f, 0.01f, 1.1f, 0};
+  for (int64_t vocab : {7, 1000, 50257}) {
+    const auto logits = random_floats(static_cast<size_t>(vocab), 40 + vocab, -8.0f, 8.0f);
+    std::vector<int32_t> history;
+    for (int32_t i = 0; i < 20; ++i) history.push_back(static_cast<int32_t>((i * 7919) % vocab));
+    LogitsProcessor processor(vocab);
+    for (const auto& params : configs) {
+      std::vector<float> p(static_cast<size_t>(vocab)), ref(p.size());
+      processor.to_probs(logits.data(), p.data(), params, history);
+      reference::to_probs(logits.data(), ref.data(), vocab, params, history);
+      double total = 0;
+      for (int64_t i = 0; i < vocab; ++i) {
+        ASSERT_NEAR(p[i], ref[i], 1e-6) << "vocab " << vocab << " token " << i;
+        ASSERT_EQ(p[i] == 0.0f, ref[i] == 0.0f) << "vocab " << vocab << " token " << i;
+        total += p[i];
+      }
+      EXPECT_NEAR(total, 1.0, 1e-5);
+    }
+  }
+}
+
+// 100k draws: each frequency within 0.01 of its probability (> 6 standard deviations).
+TEST(Sampling, SampleFromProbsFrequencies) {
+  const std::vector<float> probs = {0.1f, 0.0f, 0.2f, 0.3f, 0.4f};
+  std::vector<int> counts(probs.size(), 0);
+  Rng rng(123);
+  const int draws = 100000;
+  for (int i = 0; i < draws; ++i) ++counts[sample_from_probs(probs.data(), 5, rng.uniform())];
+  for (size_t i = 0; i < probs.size(); ++i)
+    EXPECT_NEAR(counts[i] / static_cast<double>(draws), probs[i], 0.01) << i;
+  EXPECT_EQ(counts[1], 0);
+  EXPECT_EQ(sample_from_probs(probs.data(), 5, 0.0), 0);
+  EXPECT_EQ(sample_from_probs(probs.data(), 5, std::nextafter(1.0, 0.0)), 4);
+  // Unnormalised input: drawn against its own total.
+  const std::vector<float> scaled = {0.0f, 2.0f, 2.0f, 0.0f};
+  EXPECT_EQ(sample_from_probs(scaled.data(), 4, 0.49), 1);
+  EXPECT_EQ(sample_from_probs(scaled.data(), 4, 0.51), 2);
+}
+
+TEST(Sampling, ArgmaxLowestIndexOnTiesAndSkipsNaN) {
+  const std::vector<float> x = {NAN, 1.0f, 3.0f, 3.0f, -INFINITY, 2.0f, 3.0f, 0.0f, 1.0f, 1.0f,
+                                1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 5.0f};
+  EXPECT_EQ(argmax(x.data(), 17), 2);
+  EXPECT_EQ(argmax(x.data(), 18), 17);
+  EXPECT_EQ(argmax(x.data(), 1), 0);
+}
+
+void expect_invalid(SamplingParams params, const std::string& field) {
+  try {
+    params.validate();
+    ADD_FAILURE() << "no error for " << field;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+  }
+}
+
+TEST(Sampling, ValidateNamesTheBadField) {
+  SamplingParams ok;
+  EXPECT_NO_THROW(ok.validate());
+  SamplingParams p;
+  p.temperature = -0.1f;
+  expect_invalid(p, "temperature");
+  p = {};
+  p.temperature = NAN;
+  expect_invalid(p, "temperature");
+  p = {};
+  p.top_p = 0.0f;
+  expect_invalid(p, "top_p");
+  p.top_p = 1.5f;
+  expect_invalid(p, "top_p");
+  p.top_p = NAN;
+  expect_invalid(p, "top_p");
+  p = {};
+  p.top_k = -1;
+  expect_invalid(p, "top_k");
+  p = {};
+  p.min_p = 1.5f;
+  expect_invalid(p, "min_p");
+  p.min_p = NAN;
+  expect_invalid(p, "min_p");
+  p = {};
+  p.repetition_penalty = 0.0f;
+  expect_invalid(p, "repetition_penalty");
+  p.repetition_penalty = NAN;
+  expect_invalid(p, "repetition_penalty");
+}
+
+}  // namespace
+}  // namespace dspark
