@@ -112,6 +112,19 @@ BpeModel::BpeModel(const nlohmann::json& model, std::string_view source) {
     const char32_t cp = utf8_next(token, pos);
     if (pos == token.size() && cp < 0x10000) char_ids_[cp] = id;
   }
+  if (prefix_.empty() && suffix_.empty()) {
+    const std::string marker = "\xE2\x96\x81";  // U+2581
+    bool safe = vocab_.count(marker) > 0;
+    for (const auto& [token, id] : vocab_) {
+      size_t lead = 0;
+      while (token.compare(lead, marker.size(), marker) == 0) lead += marker.size();
+      if (token.find(marker, lead) != std::string::npos) {
+        safe = false;
+        break;
+      }
+    }
+    if (safe) word_start_ = marker;
+  }
   byte_ids_.assign(256, -1);
   for (int b = 0; b < 256; ++b) {
     const auto it = vocab_.find(fmt::format("<0x{:02X}>", b));
@@ -165,6 +178,51 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out,
       return;
     }
   }
+  constexpr size_t kMinSplitBytes = 64;  // below this, splitting does not pay
+  if (word_start_.empty() || word.size() < kMinSplitBytes) {
+    encode_part(word, out, s);
+    return;
+  }
+  const std::string_view marker = word_start_;
+  size_t begin = 0;
+  for (size_t pos = word.find(marker, 1); pos != std::string_view::npos;
+       pos = word.find(marker, pos + marker.size())) {
+    // Cut only where a run of markers starts.
+    if (pos >= marker.size() && word.substr(pos - marker.size(), marker.size()) == marker) continue;
+    encode_part(word.substr(begin, pos - begin), out, s);
+    begin = pos;
+  }
+  encode_part(word.substr(begin), out, s);
+}
+
+void BpeModel::encode_part(std::string_view word, std::vector<int32_t>& out,
+                           BpeScratch& s) const {
+  // Natural text repeats its words; remember short ones for the rest of this call.
+  constexpr size_t kMaxCachedBytes = 32, kMaxCachedWords = 1 << 16;
+  const bool cacheable = word.size() <= kMaxCachedBytes;
+  if (cacheable) {
+    const auto it = s.cache.find(word);
+    if (it != s.cache.end()) {
+      const auto [offset, count] = it->second;
+      out.insert(out.end(), s.cached_ids.begin() + offset, s.cached_ids.begin() + offset + count);
+      return;
+    }
+  }
+  const size_t first = out.size();
+  encode_symbols(word, out, s);
+  if (cacheable) {
+    if (s.cache.size() >= kMaxCachedWords) {
+      s.cache.clear();
+      s.cached_ids.clear();
+    }
+    const auto offset = static_cast<uint32_t>(s.cached_ids.size());
+    s.cached_ids.insert(s.cached_ids.end(), out.begin() + first, out.end());
+    s.cache.emplace(std::string(word), std::make_pair(offset, static_cast<uint32_t>(out.size() - first)));
+  }
+}
+
+void BpeModel::encode_symbols(std::string_view word, std::vector<int32_t>& out,
+                              BpeScratch& s) const {
   auto& symbols = s.symbols;
   symbols.clear();
   auto add = [&](int32_t id, int32_t len) {

@@ -19,6 +19,11 @@
 
 namespace dspark::tok {
 
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 // Reusable per-caller buffers, so encoding a word does not allocate.
 struct BpeScratch {
   struct Symbol {
@@ -35,12 +40,12 @@ struct BpeScratch {
   std::vector<Symbol> symbols;    // [num_chars]
   std::vector<Candidate> heap;    // [num pending merges]
   std::string key;                // prefix/suffix-decorated character
+  // Words already encoded in this call: word -> (offset, count) in cached_ids. Bounded.
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, StringHash, std::equal_to<>>
+      cache;
+  std::vector<int32_t> cached_ids;  // [total ids of cached words]
 };
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 using VocabMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
 class BpeModel {
@@ -59,6 +64,9 @@ class BpeModel {
  private:
 
   int32_t lookup_char(std::string_view ch, bool is_first, bool is_last, BpeScratch& s) const;
+  // Characters -> symbols -> merges, for a word or an independent part of one.
+  void encode_part(std::string_view part, std::vector<int32_t>& out, BpeScratch& s) const;
+  void encode_symbols(std::string_view part, std::vector<int32_t>& out, BpeScratch& s) const;
   void merge_all(BpeScratch& s) const;
 
   VocabMap vocab_;
@@ -75,6 +83,10 @@ class BpeModel {
   bool ignore_merges_ = false;
   std::string prefix_;                  // continuing_subword_prefix
   std::string suffix_;                  // end_of_word_suffix
+  // "▁" when no vocabulary token has it after another character: then no merge can join
+  // across the start of a "▁" run, and a long word (SentencePiece-style models have no
+  // pre-tokenizer, so the whole text is one word) is encoded run by run. Empty otherwise.
+  std::string word_start_;
 
   bool find_merge(int32_t left, int32_t right, int32_t* rank, int32_t* new_id) const;
 };

@@ -127,7 +127,11 @@ std::string encode(const std::vector<char32_t>& cps) {
 }  // namespace
 
 std::string nfd(std::string_view text) {
-  if (below_combining_range(text)) return std::string(text);
+  // Latin-1 letters decompose, so only ASCII is known to be unchanged.
+  if (std::all_of(text.begin(), text.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    return std::string(text);
+  }
   return encode(decompose(text));
 }
 

@@ -1,7 +1,7 @@
 // Unicode canonical normalization (NFC and NFD) of valid UTF-8 text, for the NFC / NFD
 // normalizers of tokenizer.json (Qwen2/Qwen3 use NFC). Tables come from the Unicode
-// Character Database via normalizer_nfc_gen.py. Text below U+0300 is returned unchanged
-// without decoding (it is always already normalized).
+// Character Database via normalizer_nfc_gen.py. nfc() returns text below U+0300 unchanged
+// without decoding it (such text is always in NFC), nfd() does the same for ASCII.
 #pragma once
 
 #include <string>
