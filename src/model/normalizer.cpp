@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "model/byte_level.h"
 #include "model/normalizer_nfc.h"
 #include "model/tokenizer_json.h"
 #include "model/tokenizer_regex.h"
@@ -97,6 +98,16 @@ class UnicodeNormalizer final : public Normalizer {
   bool compose_;
 };
 
+// Bytes to GPT-2's byte alphabet, before pre-tokenization instead of after it.
+class ByteLevelNormalizer final : public Normalizer {
+ public:
+  void normalize(std::string& text) const override {
+    std::string out;
+    byte_level_encode(text, out);
+    text = std::move(out);
+  }
+};
+
 class StripNormalizer final : public Normalizer {
  public:
   StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
@@ -143,12 +154,13 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& j, std::string
   if (type == "Replace") return std::make_unique<ReplaceNormalizer>(j, source);
   if (type == "NFC") return std::make_unique<UnicodeNormalizer>(true);
   if (type == "NFD") return std::make_unique<UnicodeNormalizer>(false);
+  if (type == "ByteLevel") return std::make_unique<ByteLevelNormalizer>();
   if (type == "Strip") {
     return std::make_unique<StripNormalizer>(j.value("strip_left", true),
                                              j.value("strip_right", true));
   }
   DSPARK_FAIL("{}: unsupported normalizer type '{}' (supported: Sequence, Prepend, Append, "
-              "Replace, NFC, NFD, Strip)",
+              "Replace, NFC, NFD, Strip, ByteLevel)",
               source, type);
 }
 

@@ -1,7 +1,8 @@
 // Normalizers of tokenizer.json ("normalizer" field), applied to each piece of raw text
 // between added tokens, before pre-tokenization. Supported: Sequence, Prepend, Append,
-// Replace (String or Regex pattern), NFC, NFD, Strip. Any other type is rejected at load
-// time with an error naming the type and the file, never silently ignored.
+// Replace (String or Regex pattern), NFC, NFD, Strip, ByteLevel. Any other type (NFKC,
+// Lowercase, BertNormalizer, Precompiled, ...) is rejected at load time with an error
+// naming the type and the file, never silently ignored.
 #pragma once
 
 #include <memory>

@@ -6,6 +6,10 @@
 // Replace "▁" normalizer or Metaspace pre-tokenizer, <0xNN> byte fallback) as in Llama-2
 // and Mistral. Added tokens are matched in the raw text before the model runs.
 // Encodings match Hugging Face tokenizers' output exactly (tested on reference cases).
+// Components outside the supported set (model types other than BPE, unknown normalizers,
+// pre-tokenizers, decoders, post-processors) are rejected at load time with a
+// dspark::Error naming the component and the file. A Tokenizer is immutable after
+// loading: encode/decode may run concurrently from any number of threads.
 #pragma once
 
 #include <cstdint>
@@ -30,13 +34,18 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
 
   // add_special_tokens: prepend BOS when the config asks for it (add_bos_token, or the
-  // post_processor template), append EOS when add_eos_token.
+  // post_processor template), append EOS when add_eos_token. Special-token strings in
+  // text (e.g. "<|eot_id|>") always become their ids. Throws dspark::Error when text is
+  // not valid UTF-8.
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
+  // Ids outside the vocabulary (e.g. padding rows of a larger embedding) are skipped, as
+  // Hugging Face does; invalid UTF-8 from byte tokens becomes U+FFFD.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   int64_t vocab_size() const;                    // highest id + 1, added tokens included
   std::optional<int32_t> token_to_id(std::string_view token) const;
-  std::string_view id_to_token(int32_t id) const;  // the vocabulary string
+  // The vocabulary string ("" for an unused id); throws for ids outside [0, vocab_size).
+  std::string_view id_to_token(int32_t id) const;
   bool is_special(int32_t id) const;
   int32_t bos_id() const;                          // -1 when none
   const std::vector<int32_t>& eos_ids() const;     // from generation_config, else tokenizer_config

@@ -151,6 +151,9 @@ TEST(TokenizerNormalizer, SequencePrependReplaceStrip) {
   std::string empty;
   n->normalize(empty);
   EXPECT_EQ(empty, "");  // Prepend leaves an empty piece empty
+  std::string bytes = "a b\n";
+  make_normalizer({{"type", "ByteLevel"}}, "test")->normalize(bytes);
+  EXPECT_EQ(bytes, "a\xC4\xA0" "b\xC4\x8A");
 }
 
 std::string decode(const nlohmann::json& j, std::vector<std::string> tokens) {

@@ -3,6 +3,7 @@
 // exactly those ids and decode back to the text; the stories260K model directory must
 // load with its BOS/EOS configuration.
 #include <fstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,29 @@ TEST(TokenizerReference, Stories260kDirectory) {
   // Characters outside the 512-token vocabulary go through byte fallback and back.
   const std::string exotic = "caf\xC3\xA9 \xE2\x82\xAC 42 \xF0\x9F\x98\x80!";
   EXPECT_EQ(tok.decode(tok.encode(exotic)), exotic);
+}
+
+// One Tokenizer shared by several threads gives every thread the single-threaded result.
+TEST(TokenizerReference, ConcurrentEncodeMatchesSequential) {
+  for (const std::string name : {"gpt-2", "llama-spm"}) {
+    const Tokenizer tok = Tokenizer::from_file(kTokenizers + name + "/tokenizer.json");
+    const auto cases = read_cases(kTokenizers + name + "/cases.jsonl");
+    constexpr int kThreads = 4;
+    std::vector<int> num_bad(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int round = 0; round < 20; ++round) {
+          for (size_t i = t; i < cases.size(); i += 1 + t % 2) {
+            num_bad[t] += tok.encode(cases[i].text) != cases[i].ids;
+            num_bad[t] += tok.decode(cases[i].ids) != cases[i].text;
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(num_bad[t], 0) << name << " thread " << t;
+  }
 }
 
 }  // namespace
