@@ -5,9 +5,9 @@
 //   npm install --prefix <build dir> @huggingface/tokenizers
 // or point DSPARK_TOKENIZERS_JS at the package directory.
 //
-// Tokenizers: the two reference fixtures, stories260K, and GPT-2's vocabulary re-dressed
-// as Llama-3 (Split with its regex + ByteLevel, ignore_merges) and as Qwen2 (NFC + Split
-// with its regex), which exercises those regexes with real merges.
+// Tokenizers: the two reference fixtures, stories260K, models/tiny-target, and GPT-2's
+// vocabulary re-dressed as Llama-3 (Split with its regex + ByteLevel, ignore_merges) and
+// as Qwen2 (NFC + Split with its regex), which exercises those regexes with real merges.
 #include <unistd.h>
 
 #include <cstdio>
@@ -244,6 +244,13 @@ TEST_F(TokenizerOracle, LlamaSpm) {
 
 TEST_F(TokenizerOracle, Stories260k) {
   compare("stories260K", kShared + "models/stories260K-hf/tokenizer.json");
+}
+
+// The project's own embedded model tokenizer (Qwen2-style regex, trained here).
+TEST_F(TokenizerOracle, TinyTarget) {
+  const fs::path path = fs::path(DSPARK_SOURCE_DIR) / "models/tiny-target/tokenizer.json";
+  if (!fs::exists(path)) GTEST_SKIP() << path << " not present";
+  compare("tiny-target", path);
 }
 
 TEST_F(TokenizerOracle, Gpt2VocabularyWithLlama3Regex) {
