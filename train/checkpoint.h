@@ -1,0 +1,36 @@
+// Training checkpoints: everything needed to continue a run bit for bit.
+//
+// Layout of RUN/checkpoint/: config.json (ModelConfig::to_json, so the directory also reads
+// as a Hugging Face model with f32 weights), model.safetensors (f32 parameters, Hugging Face
+// names), optimizer.safetensors (f32 AdamW moments "exp_avg.<param>", "exp_avg_sq.<param>")
+// and state.json (step, optimizer step count, sampler seed, options, counters).
+//
+// Writes are atomic: a complete RUN/checkpoint.tmp/ is renamed into place; the previous
+// checkpoint is kept as RUN/checkpoint.old/ until the rename has happened, and
+// find_checkpoint() falls back to it if a crash hit between the two renames.
+#pragma once
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+
+namespace dspark::train {
+
+class CausalLmImpl;
+class AdamW;
+
+void save_checkpoint(const std::filesystem::path& run_dir, const CausalLmImpl& model, const AdamW& optimizer,
+                     const nlohmann::json& state);
+
+// Accepts a run directory (uses RUN/checkpoint, or RUN/checkpoint.old) or a checkpoint
+// directory itself; returns an empty path when there is none.
+std::filesystem::path find_checkpoint(const std::filesystem::path& dir);
+
+nlohmann::json read_checkpoint_state(const std::filesystem::path& checkpoint_dir);
+ModelConfig read_checkpoint_config(const std::filesystem::path& checkpoint_dir);
+// Restores parameters and, when optimizer is not null, the optimizer moments and step count.
+void load_checkpoint(const std::filesystem::path& checkpoint_dir, CausalLmImpl& model, AdamW* optimizer);
+
+}  // namespace dspark::train

@@ -1,0 +1,39 @@
+// Export of a trained CausalLm as a Hugging Face model directory:
+//   config.json            ModelConfig::to_json (architectures, model_type), torch_dtype
+//                          "bfloat16", bos/eos ids of the tokenizer
+//   model.safetensors      every parameter in bf16 (round to nearest even), HF names
+//   generation_config.json bos/eos/pad ids
+//   tokenizer.json, tokenizer_config.json, special_tokens_map.json  copied from the
+//                          tokenizer directory (tokenizer.json is required)
+// The directory is written next to OUT as OUT.tmp and renamed into place, replacing OUT.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+namespace CLI {
+class App;
+}
+
+namespace dspark::train {
+
+class CausalLmImpl;
+
+struct ExportOptions {
+  std::filesystem::path tokenizer_dir;  // where tokenizer.json lives (empty: no tokenizer copied)
+  int64_t bos_id = -1;                  // -1: none
+  int64_t eos_id = -1;                  // -1: none
+  int64_t pad_id = -1;                  // -1: none
+};
+
+void export_hf(const CausalLmImpl& model, const std::filesystem::path& out_dir, const ExportOptions& options);
+
+// Exports a checkpoint (RUN dir or RUN/checkpoint); ids and tokenizer directory come from its
+// state.json unless given in `overrides` (fields >= 0 / non-empty win).
+void export_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& out_dir,
+                       const ExportOptions& overrides);
+
+// `dspark-train export --checkpoint DIR --out HFDIR [--tokenizer DIR]`
+void add_export_command(CLI::App& app);
+
+}  // namespace dspark::train
