@@ -85,7 +85,7 @@ struct Linear::Impl {
   // kPackedBf16 ----------------------------------------------------------------------
   std::optional<PackedBf16Gemm> custom;
 
-  // Both: x rounded to bf16, [max_rows, x_stride].
+  // Both: x rounded to bf16, [max_rows (padded for the packed kernel), x_stride].
   AlignedBuffer x_bf16;
   int64_t x_stride = 0;
 
@@ -107,7 +107,8 @@ struct Linear::Impl {
       DSPARK_CHECK(options.compute == DType::kBF16, "Linear: backend kPackedBf16 needs compute = bf16");
       custom.emplace(weight.data(), out, in, bias);
       x_stride = custom->padded_in();
-      x_bf16 = AlignedBuffer(static_cast<size_t>(options.max_rows * x_stride) * sizeof(uint16_t));
+      x_bf16 = AlignedBuffer(static_cast<size_t>(PackedBf16Gemm::padded_rows(options.max_rows) * x_stride) *
+                             sizeof(uint16_t));
       return;
     }
 
@@ -220,7 +221,7 @@ struct Linear::Impl {
                  options.max_rows);
     uint16_t* xb = x_bf16.as<uint16_t>();  // [rows, x_stride]
     if (options.compute == DType::kBF16) {
-      // The padding column of the packed kernel's input stays zero from allocation.
+      // The padding columns of the packed kernel's input stay zero from allocation.
       for (int64_t r = 0; r < rows; ++r) simd::f32_to_bf16(x + r * in, xb + r * x_stride, in);
     }
     if (custom) {

@@ -1,0 +1,255 @@
+// Kernel microbenchmarks. Run with OMP_NUM_THREADS=1 and =2 and compare within one run
+// (these machines are shared and noisy).
+//
+// Linear: rows of the decoder's shapes at M = 1, 9, 64, reported as GB/s of packed weight
+// bytes (the decode roofline) and GFLOP/s. "hot" repeats one matrix (cache resident when it
+// fits); "stream" cycles through copies totalling >= 32 MB, as a model's layers do, so the
+// weights come from L3 like in a decode step. BM_ReadBandwidth reads 32 MB the same way
+// (the roofline to compare "stream" GB/s with, measured in the same run).
+#include <benchmark/benchmark.h>
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/dtype.h"
+#include "core/rng.h"
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
+#include "kernels/packed_bf16_gemm.h"
+#include "kernels/sampling.h"
+
+namespace dspark {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.uniform()) * 2.0f - 1.0f;
+  return v;
+}
+
+// 0: Linear kAuto bf16 (the packed kernel, AMX where available), 1: packed kernel forced to
+// AVX-512 BF16, 2: Linear kOneDnn bf16 (capped at AVX-512 BF16), 3: Linear kOneDnn f32.
+enum class Kind { kPackedBest, kPackedAvx512, kOneDnnBf16, kOneDnnF32 };
+
+// One weight matrix behind a uniform call: forward(x, y, rows).
+class LinearCase {
+ public:
+  LinearCase(Kind kind, const std::vector<float>& w, int64_t out, int64_t in, int64_t max_rows) : in_(in) {
+    if (kind == Kind::kPackedAvx512) {
+      gemm_ = std::make_unique<PackedBf16Gemm>(w.data(), out, in, std::span<const float>{}, PackedIsa::kAvx512);
+      x_ = AlignedBuffer(static_cast<size_t>(PackedBf16Gemm::padded_rows(max_rows) * gemm_->padded_in()) * 2);
+      return;
+    }
+    LinearOptions options{kind == Kind::kOneDnnF32 ? DType::kF32 : DType::kBF16, max_rows,
+                          kind == Kind::kPackedBest ? LinearBackend::kPackedBf16 : LinearBackend::kOneDnn};
+    linear_ = std::make_unique<Linear>(w, out, in, std::span<const float>{}, options);
+  }
+  size_t weight_bytes() const { return gemm_ ? gemm_->weight_bytes() : linear_->weight_bytes(); }
+  void prepare(int64_t rows) {
+    if (linear_) linear_->prepare(rows);
+  }
+  void forward(const float* x, float* y, int64_t rows) {
+    if (linear_) return linear_->forward(x, y, rows);
+    uint16_t* xb = x_.as<uint16_t>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < in_; ++k) xb[r * gemm_->padded_in() + k] = float_to_bf16(x[r * in_ + k]);
+    gemm_->multiply(xb, y, rows);
+  }
+
+ private:
+  int64_t in_;
+  std::unique_ptr<Linear> linear_;
+  std::unique_ptr<PackedBf16Gemm> gemm_;
+  AlignedBuffer x_;
+};
+
+// args: kind, out, in, M, stream (0 = hot, 1 = cycle through >= 32 MB of copies)
+void BM_Linear(benchmark::State& state) {
+  const auto kind = static_cast<Kind>(state.range(0));
+  const int64_t out = state.range(1), in = state.range(2), rows = state.range(3);
+  const bool stream = state.range(4) != 0;
+  const auto w = random_floats(static_cast<size_t>(out * in), 1);
+  std::vector<std::unique_ptr<LinearCase>> copies;
+  copies.push_back(std::make_unique<LinearCase>(kind, w, out, in, 64));
+  const size_t bytes = copies[0]->weight_bytes();
+  if (stream) {
+    const size_t count = std::min<size_t>(256, (size_t{32} << 20) / bytes + 1);
+    while (copies.size() < count) copies.push_back(std::make_unique<LinearCase>(kind, w, out, in, 64));
+  }
+  for (auto& c : copies) c->prepare(rows);
+  const auto x = random_floats(static_cast<size_t>(rows * in), 2);
+  std::vector<float> y(static_cast<size_t>(rows * out));
+  size_t next = 0;
+  for (auto _ : state) {
+    copies[next]->forward(x.data(), y.data(), rows);
+    next = next + 1 == copies.size() ? 0 : next + 1;
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["wGB/s"] = benchmark::Counter(iters * static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(iters * 2.0 * static_cast<double>(rows * out * in) / 1e9, benchmark::Counter::kIsRate);
+}
+
+// Plain sequential read of `mb` MB with AVX-512 loads split over the OpenMP threads.
+void BM_ReadBandwidth(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0)) << 20 >> 2;  // floats
+  AlignedBuffer buffer(n * sizeof(float));
+  float* data = buffer.as<float>();
+  for (size_t i = 0; i < n; ++i) data[i] = 1.0f;
+  for (auto _ : state) {
+    float total = 0.0f;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+    for (int64_t i = 0; i < static_cast<int64_t>(n); i += 64) {
+      __m512 a = _mm512_add_ps(_mm512_load_ps(data + i), _mm512_load_ps(data + i + 16));
+      __m512 b = _mm512_add_ps(_mm512_load_ps(data + i + 32), _mm512_load_ps(data + i + 48));
+      total += _mm512_reduce_add_ps(_mm512_add_ps(a, b));
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * static_cast<double>(n * 4) / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ReadBandwidth)->ArgName("MB")->Arg(1)->Arg(32)->UseRealTime();
+
+void linear_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"kind", "out", "in", "M", "stream"});
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{512, 512}, {1536, 512}, {3072, 512}, {512, 1536}, {8192, 512}};
+  for (int64_t kind : {0, 1, 2, 3})
+    for (auto [out, in] : shapes) {
+      for (int64_t m : {1, 9, 64}) b->Args({kind, out, in, m, 0});
+      b->Args({kind, out, in, 1, 1});
+      b->Args({kind, out, in, 9, 1});
+    }
+}
+BENCHMARK(BM_Linear)->Apply(linear_args)->MinTime(0.2)->UseRealTime();
+
+// Decode attention: args: kv dtype (0 f32, 1 bf16), query tokens (one per sequence),
+// kv length, heads, kv heads, head_dim.
+void BM_AttentionDecode(benchmark::State& state) {
+  const DType dtype = state.range(0) == 0 ? DType::kF32 : DType::kBF16;
+  const int64_t tokens = state.range(1), len = state.range(2), heads = state.range(3);
+  const int64_t kv_heads = state.range(4), head_dim = state.range(5), block_size = 16;
+  const int64_t blocks_per_seq = (len + block_size - 1) / block_size;
+  KvLayerView kv;
+  kv.dtype = dtype;
+  kv.num_blocks = tokens * blocks_per_seq;
+  kv.block_size = block_size;
+  kv.num_kv_heads = kv_heads;
+  kv.head_dim = head_dim;
+  const size_t pool = static_cast<size_t>(kv.num_blocks * block_size * kv_heads * head_dim);
+  std::vector<float> kf, vf;
+  std::vector<uint16_t> kb, vb;
+  if (dtype == DType::kF32) {
+    kf = random_floats(pool, 3);
+    vf = random_floats(pool, 4);
+    kv.k = kf.data();
+    kv.v = vf.data();
+  } else {
+    kb.resize(pool);
+    vb.resize(pool);
+    const auto k = random_floats(pool, 3), v = random_floats(pool, 4);
+    for (size_t i = 0; i < pool; ++i) {
+      kb[i] = float_to_bf16(k[i]);
+      vb[i] = float_to_bf16(v[i]);
+    }
+    kv.k = kb.data();
+    kv.v = vb.data();
+  }
+  // Sequence s owns blocks s, s + tokens, s + 2 * tokens, ... (interleaved, not contiguous).
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(tokens));
+  std::vector<const int32_t*> table_ptrs;
+  for (int64_t s = 0; s < tokens; ++s) {
+    for (int64_t b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(b * tokens + s));
+    table_ptrs.push_back(tables[s].data());
+  }
+  std::vector<int32_t> seq_of_token(static_cast<size_t>(tokens)), num_keys(static_cast<size_t>(tokens), static_cast<int32_t>(len));
+  for (int64_t t = 0; t < tokens; ++t) seq_of_token[t] = static_cast<int32_t>(t);
+  const auto q = random_floats(static_cast<size_t>(tokens * heads * head_dim), 5);
+  std::vector<float> out(q.size());
+  PagedAttentionArgs args;
+  args.q = q.data();
+  args.out = out.data();
+  args.num_tokens = tokens;
+  args.num_heads = heads;
+  args.seq_of_token = seq_of_token.data();
+  args.num_keys = num_keys.data();
+  args.block_tables = table_ptrs.data();
+  args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  for (auto _ : state) {
+    paged_attention(args, kv);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double kv_bytes = 2.0 * static_cast<double>(tokens * len * kv_heads * head_dim) * static_cast<double>(dtype_size(dtype));
+  state.counters["kvGB/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kv_bytes / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionDecode)
+    ->ArgNames({"bf16", "tokens", "len", "heads", "kv_heads", "head_dim"})
+    ->Args({0, 1, 512, 8, 8, 64})
+    ->Args({1, 1, 512, 8, 8, 64})
+    ->Args({0, 1, 512, 8, 2, 64})
+    ->Args({1, 1, 512, 8, 2, 64})
+    ->Args({0, 8, 512, 8, 8, 64})
+    ->Args({1, 8, 512, 8, 8, 64})
+    ->Args({1, 1, 512, 16, 8, 128})
+    ->UseRealTime();
+
+// A decode step's small kernels, for scale: rows x dim.
+void BM_RmsNorm(benchmark::State& state) {
+  const int64_t rows = state.range(0), dim = state.range(1);
+  const auto x = random_floats(static_cast<size_t>(rows * dim), 6), w = random_floats(static_cast<size_t>(dim), 7);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    rms_norm(x.data(), w.data(), y.data(), rows, dim, 1e-6f);
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+BENCHMARK(BM_RmsNorm)->ArgNames({"rows", "dim"})->Args({1, 512})->Args({64, 512})->UseRealTime();
+
+void BM_SiluMul(benchmark::State& state) {
+  const int64_t rows = state.range(0), ffn = state.range(1);
+  const auto gate_up = random_floats(static_cast<size_t>(rows * 2 * ffn), 8);
+  std::vector<float> out(static_cast<size_t>(rows * ffn));
+  for (auto _ : state) {
+    silu_mul(gate_up.data(), out.data(), rows, ffn);
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_SiluMul)->ArgNames({"rows", "ffn"})->Args({1, 1536})->Args({64, 1536})->UseRealTime();
+
+// args: vocab, top_p x 100 (100 = off), greedy
+void BM_ToProbs(benchmark::State& state) {
+  const int64_t vocab = state.range(0);
+  auto logits = random_floats(static_cast<size_t>(vocab), 9);
+  for (auto& l : logits) l *= 8.0f;
+  SamplingParams params;
+  params.top_p = static_cast<float>(state.range(1)) / 100.0f;
+  params.temperature = state.range(2) ? 0.0f : 0.8f;
+  LogitsProcessor processor(vocab);
+  std::vector<float> probs(static_cast<size_t>(vocab));
+  const std::vector<int32_t> history = {1, 2, 3};
+  for (auto _ : state) {
+    processor.to_probs(logits.data(), probs.data(), params, history);
+    benchmark::DoNotOptimize(probs.data());
+  }
+}
+BENCHMARK(BM_ToProbs)
+    ->ArgNames({"vocab", "top_p", "greedy"})
+    ->Args({32000, 100, 1})
+    ->Args({32000, 100, 0})
+    ->Args({32000, 90, 0})
+    ->Args({151936, 90, 0})
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace dspark
+
+BENCHMARK_MAIN();
