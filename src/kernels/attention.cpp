@@ -39,17 +39,41 @@ const T* kv_row(const void* pool, int64_t slot, int64_t head, const KvLayerView&
 
 #ifdef __AVX512F__
 
+// Lane sums of 16 vectors: result lane j = sum of the lanes of v[j]. Every v[j] is summed
+// by the same tree (lane i + lane i+8, then +4, +2, +1), whatever its position j.
+inline __m512 sum_lanes_of_16(const __m512* v) {
+  __m512 w[8], x[4], y[2];
+  for (int j = 0; j < 8; ++j)  // 256-bit halves: w[j] = [v[2j] lo+hi | v[2j+1] lo+hi]
+    w[j] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0xEE));
+  for (int j = 0; j < 4; ++j)  // 128-bit lanes: x[j] lane L = 4 partials of v[4j + L]
+    x[j] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88),
+                         _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xDD));
+  for (int j = 0; j < 2; ++j)  // pairs within lanes
+    y[j] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0x44),
+                         _mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0xEE));
+  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+  // z lane 4L + i holds v[4i + L]; put v[j] in lane j.
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, z);
+}
+
 // Per query head running state of the online softmax; acc is kept in kChunks registers.
 struct HeadState {
   float max;
   float sum;
 };
 
+// 16 (masked) elements of a KV row as f32: f32 rows load, bf16 rows widen in registers.
+inline __m512 load_kv(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load_kv(const uint16_t* p, __mmask16 m) { return simd::load_bf16(p, m); }
+
 // One tile of keys for `num_heads` query heads that share a KV head.
-// q: [num_heads] rows of head_dim; k_rows/v_rows: [count] f32 rows; acc: [num_heads, kChunks*16].
-template <int kChunks>
-void attend_tile(const float* const* q, int64_t num_heads, const float* const* k_rows,
-                 const float* const* v_rows, int64_t count, int64_t head_dim, float scale,
+// q: [num_heads] rows of head_dim; k_rows/v_rows: [count] rows of T (f32 or bf16 bits);
+// acc: [num_heads, kChunks * 16].
+template <typename T, int kChunks>
+void attend_tile(const float* const* q, int64_t num_heads, const T* const* k_rows,
+                 const T* const* v_rows, int64_t count, int64_t head_dim, float scale,
                  HeadState* state, float* acc) {
   __mmask16 chunk_mask[kChunks];
   for (int c = 0; c < kChunks; ++c) chunk_mask[c] = simd::lanes(head_dim - 16 * c);
@@ -57,16 +81,31 @@ void attend_tile(const float* const* q, int64_t num_heads, const float* const* k
   for (int64_t h = 0; h < num_heads; ++h) {
     __m512 qv[kChunks];
     for (int c = 0; c < kChunks; ++c) qv[c] = _mm512_maskz_loadu_ps(chunk_mask[c], q[h] + 16 * c);
-    alignas(64) float scores[kTile];
-    for (int64_t j = 0; j < count; ++j) {
-      __m512 dot = _mm512_mul_ps(qv[0], _mm512_maskz_loadu_ps(chunk_mask[0], k_rows[j]));
-      for (int c = 1; c < kChunks; ++c)
-        dot = _mm512_fmadd_ps(qv[c], _mm512_maskz_loadu_ps(chunk_mask[c], k_rows[j] + 16 * c), dot);
-      scores[j] = _mm512_reduce_add_ps(dot) * scale;
-    }
+    // Scores of the tile's keys, 16 at a time: per key a 16-lane partial dot product, then
+    // one transposing reduction for the 16 keys (cheaper than 16 horizontal sums).
     const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    const __m512 s_lo = _mm512_mask_loadu_ps(neg_inf, valid_lo, scores);
-    const __m512 s_hi = _mm512_mask_loadu_ps(neg_inf, valid_hi, scores + 16);
+    __m512 s_half[2];
+    for (int half = 0; half < 2; ++half) {
+      const int64_t base = 16 * half;
+      if (base >= count) {
+        s_half[half] = neg_inf;
+        continue;
+      }
+      __m512 partial[16];
+      for (int64_t j = 0; j < 16; ++j) {
+        if (base + j >= count) {
+          partial[j] = _mm512_setzero_ps();
+          continue;
+        }
+        const T* k = k_rows[base + j];
+        __m512 dot = _mm512_mul_ps(qv[0], load_kv(k, chunk_mask[0]));
+        for (int c = 1; c < kChunks; ++c) dot = _mm512_fmadd_ps(qv[c], load_kv(k + 16 * c, chunk_mask[c]), dot);
+        partial[j] = dot;
+      }
+      s_half[half] = _mm512_mul_ps(sum_lanes_of_16(partial), _mm512_set1_ps(scale));
+    }
+    const __m512 s_lo = _mm512_mask_mov_ps(neg_inf, valid_lo, s_half[0]);
+    const __m512 s_hi = _mm512_mask_mov_ps(neg_inf, valid_hi, s_half[1]);
     const float tile_max = _mm512_reduce_max_ps(_mm512_max_ps(s_lo, s_hi));
     const float new_max = std::max(state[h].max, tile_max);
     // First tile: max is -inf, exp(-inf) = 0 clears the (zero) state.
@@ -81,50 +120,65 @@ void attend_tile(const float* const* q, int64_t num_heads, const float* const* k
     state[h].max = new_max;
 
     float* a = acc + h * kChunks * 16;
-    __m512 av[kChunks];
+    // Two accumulator sets (keys at even / odd offsets in the tile) halve the fma chain;
+    // they are added in a fixed order at the end of the tile.
+    __m512 even[kChunks], odd[kChunks];
     const __m512 corr = _mm512_set1_ps(correction);
-    for (int c = 0; c < kChunks; ++c) av[c] = _mm512_mul_ps(_mm512_load_ps(a + 16 * c), corr);
-    for (int64_t j = 0; j < count; ++j) {
-      const __m512 pj = _mm512_set1_ps(p[j]);
-      for (int c = 0; c < kChunks; ++c)
-        av[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(chunk_mask[c], v_rows[j] + 16 * c), av[c]);
+    for (int c = 0; c < kChunks; ++c) {
+      even[c] = _mm512_mul_ps(_mm512_load_ps(a + 16 * c), corr);
+      odd[c] = _mm512_setzero_ps();
     }
+    int64_t j = 0;
+    for (; j + 1 < count; j += 2) {
+      const __m512 pe = _mm512_set1_ps(p[j]), po = _mm512_set1_ps(p[j + 1]);
+      for (int c = 0; c < kChunks; ++c) {
+        even[c] = _mm512_fmadd_ps(pe, load_kv(v_rows[j] + 16 * c, chunk_mask[c]), even[c]);
+        odd[c] = _mm512_fmadd_ps(po, load_kv(v_rows[j + 1] + 16 * c, chunk_mask[c]), odd[c]);
+      }
+    }
+    if (j < count) {
+      const __m512 pe = _mm512_set1_ps(p[j]);
+      for (int c = 0; c < kChunks; ++c)
+        even[c] = _mm512_fmadd_ps(pe, load_kv(v_rows[j] + 16 * c, chunk_mask[c]), even[c]);
+    }
+    __m512 av[kChunks];
+    for (int c = 0; c < kChunks; ++c) av[c] = _mm512_add_ps(even[c], odd[c]);
     for (int c = 0; c < kChunks; ++c) _mm512_store_ps(a + 16 * c, av[c]);
   }
 }
 
-using AttendTileFn = void (*)(const float* const*, int64_t, const float* const*, const float* const*,
-                              int64_t, int64_t, float, HeadState*, float*);
+template <typename T>
+using AttendTileFn = void (*)(const float* const*, int64_t, const T* const*, const T* const*, int64_t, int64_t,
+                              float, HeadState*, float*);
 
-template <int... kChunks>
-constexpr AttendTileFn attend_tile_table(int64_t chunks, std::integer_sequence<int, kChunks...>) {
-  constexpr AttendTileFn table[] = {attend_tile<kChunks + 1>...};
+template <typename T, int... kChunks>
+AttendTileFn<T> attend_tile_table(int64_t chunks, std::integer_sequence<int, kChunks...>) {
+  static constexpr AttendTileFn<T> table[] = {attend_tile<T, kChunks + 1>...};
   return table[chunks - 1];
 }
 
-AttendTileFn attend_tile_fn(int64_t head_dim) {
-  return attend_tile_table((head_dim + 15) / 16, std::make_integer_sequence<int, kMaxHeadDim / 16>{});
+template <typename T>
+AttendTileFn<T> attend_tile_fn(int64_t head_dim) {
+  return attend_tile_table<T>((head_dim + 15) / 16, std::make_integer_sequence<int, kMaxHeadDim / 16>{});
 }
 
 #endif  // __AVX512F__
 
 // All query heads of token t that read KV head kv_head.
-void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
+#ifdef __AVX512F__
+// All query heads of token t that read KV head kv_head; T is the pool's element type.
+template <typename T>
+void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
   const int64_t d = kv.head_dim;
   const int64_t group = args.num_heads / kv.num_kv_heads;
   const int64_t q_stride = args.num_heads * d;
   const int32_t* table = args.block_tables[args.seq_of_token[t]];
   const int64_t num_keys = args.num_keys[t];
-  const bool bf16 = kv.dtype == DType::kBF16;
-
-#ifdef __AVX512F__
   const int64_t chunks = (d + 15) / 16;
-  const AttendTileFn attend = attend_tile_fn(d);
-  alignas(64) float k_tile[kTile * kMaxHeadDim];  // [kTile, d] f32 copies of bf16 rows
-  alignas(64) float v_tile[kTile * kMaxHeadDim];  // [kTile, d]
+  const AttendTileFn<T> attend = attend_tile_fn<T>(d);
   alignas(64) float acc[kMaxHeadsAtOnce * kMaxHeadDim];  // [heads, chunks * 16]
-  const float* k_rows[kTile];
-  const float* v_rows[kTile];
+  const T* k_rows[kTile];
+  const T* v_rows[kTile];
   const float* q_rows[kMaxHeadsAtOnce];
   HeadState state[kMaxHeadsAtOnce];
 
@@ -135,25 +189,18 @@ void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t 
       state[h] = {-std::numeric_limits<float>::infinity(), 0.0f};
     }
     std::memset(acc, 0, sizeof(float) * static_cast<size_t>(heads * chunks * 16));
+    // Walk the block table incrementally (a division per key costs more than the key).
+    int64_t block = 0, offset = 0;  // position j0 + j lives at table[block], offset
     for (int64_t j0 = 0; j0 < num_keys; j0 += kTile) {
       const int64_t count = std::min(kTile, num_keys - j0);
       for (int64_t j = 0; j < count; ++j) {
-        const int64_t pos = j0 + j;
-        const int64_t slot = int64_t{table[pos / kv.block_size]} * kv.block_size + pos % kv.block_size;
-        if (bf16) {
-          const uint16_t* kr = kv_row<uint16_t>(kv.k, slot, kv_head, kv);
-          const uint16_t* vr = kv_row<uint16_t>(kv.v, slot, kv_head, kv);
-          for (int64_t c = 0; c < d; c += 16) {
-            const __mmask16 m = simd::lanes(d - c);
-            _mm512_mask_storeu_ps(k_tile + j * d + c, m, simd::load_bf16(kr + c, m));
-            _mm512_mask_storeu_ps(v_tile + j * d + c, m, simd::load_bf16(vr + c, m));
-          }
-          k_rows[j] = k_tile + j * d;
-          v_rows[j] = v_tile + j * d;
-        } else {
-          k_rows[j] = kv_row<float>(kv.k, slot, kv_head, kv);
-          v_rows[j] = kv_row<float>(kv.v, slot, kv_head, kv);
+        const int64_t slot = int64_t{table[block]} * kv.block_size + offset;
+        if (++offset == kv.block_size) {
+          offset = 0;
+          ++block;
         }
+        k_rows[j] = kv_row<T>(kv.k, slot, kv_head, kv);
+        v_rows[j] = kv_row<T>(kv.v, slot, kv_head, kv);
       }
       attend(q_rows, heads, k_rows, v_rows, count, d, args.scale, state, acc);
     }
@@ -166,8 +213,22 @@ void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t 
       }
     }
   }
+}
+#endif  // __AVX512F__
+
+// All query heads of token t that read KV head kv_head.
+void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
+#ifdef __AVX512F__
+  if (kv.dtype == DType::kBF16) attend_unit_avx512<uint16_t>(args, kv, t, kv_head);
+  else attend_unit_avx512<float>(args, kv, t, kv_head);
 #else
   // Portable path: the same tiled online softmax, one query head at a time, scalar.
+  const int64_t d = kv.head_dim;
+  const int64_t group = args.num_heads / kv.num_kv_heads;
+  const int64_t q_stride = args.num_heads * d;
+  const int32_t* table = args.block_tables[args.seq_of_token[t]];
+  const int64_t num_keys = args.num_keys[t];
+  const bool bf16 = kv.dtype == DType::kBF16;
   auto load = [&](const void* pool, int64_t slot, int64_t i) {
     return bf16 ? bf16_to_float(kv_row<uint16_t>(pool, slot, kv_head, kv)[i])
                 : kv_row<float>(pool, slot, kv_head, kv)[i];

@@ -9,9 +9,10 @@
 //
 // Backends, each batch invariant on its own (one Linear never mixes them: their reduction
 // orders differ):
-//  - kPackedBf16 (what kAuto picks for bf16): a hand-written AVX-512 BF16 kernel. Each
-//    output is one vdpbf16ps chain over k in order, so a row never depends on M or on the
-//    thread count, on any machine. Near memory bandwidth at M = 1.
+//  - kPackedBf16 (what kAuto picks for bf16): a hand-written kernel on AMX tiles where the
+//    CPU has them, else AVX-512 BF16 (chosen once per process). Each output is one f32
+//    accumulator chain over k in a fixed order, so a row never depends on M or on the
+//    thread count. Near memory bandwidth at M = 1 (see kernels/packed_bf16_gemm.h).
 //  - kOneDnn (what kAuto picks for f32): oneDNN matmul, one primitive per row count made
 //    on first use (or by prepare()), weights packed once in the layout oneDNN picks. For
 //    bf16, oneDNN's AMX kernels are not batch invariant (measured: they differ between
