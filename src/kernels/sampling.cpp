@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -17,8 +18,92 @@ float penalize(float logit, float penalty) { return logit > 0.0f ? logit / penal
 // NaN logits are treated as -inf (never chosen), so orderings stay strict.
 float clean(float logit) { return std::isnan(logit) ? -std::numeric_limits<float>::infinity() : logit; }
 
-// top-p first sorts this many candidates, then four times more while the mass is short.
-constexpr int64_t kTopPFirstChunk = 64;
+// top-p sorts candidate ranges of at most this many; larger ones are halved first.
+constexpr int64_t kTopPSortBelow = 256;
+
+// probs[i] = exp((w[i] - max) * inv_t) for all i; returns their sum (fixed order, double).
+double exp_all(const float* w, float* probs, int64_t n, float max, float inv_t) {
+#ifdef __AVX512F__
+  const __m512 m = _mm512_set1_ps(max), scale = _mm512_set1_ps(inv_t);
+  __m512d sum_lo = _mm512_setzero_pd(), sum_hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 valid = simd::lanes(n - i);
+    const __m512 x = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, w + i), m), scale);
+    const __m512 e = _mm512_maskz_mov_ps(valid, simd::exp(x));
+    _mm512_mask_storeu_ps(probs + i, valid, e);
+    sum_lo = _mm512_add_pd(sum_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    sum_hi = _mm512_add_pd(sum_hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(sum_lo, sum_hi));
+#else
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    probs[i] = std::exp((w[i] - max) * inv_t);
+    total += probs[i];
+  }
+  return total;
+#endif
+}
+
+// Moves to the front of order[0, n) every candidate that top-p could keep and returns their
+// count. Probabilities are bucketed by their top float bits (exponent + 3 mantissa bits,
+// monotone in the value); walking buckets from the top, once the mass reaches target every
+// candidate below the next bucket is certainly cut: the candidates above already hold the
+// target mass, so the sorted prefix ends before them. One extra bucket is kept so rounding
+// of the bucket sums cannot decide the cut.
+int64_t drop_far_tail(int32_t* order, int64_t n, const float* probs, double target) {
+  constexpr int kShift = 20;
+  constexpr int kBuckets = 1 << (31 - kShift);  // non-negative floats
+  auto bucket = [probs](int32_t token) {
+    uint32_t bits;
+    std::memcpy(&bits, &probs[token], sizeof(bits));
+    return static_cast<int>(bits >> kShift);
+  };
+  double mass[kBuckets] = {};
+  for (int64_t i = 0; i < n; ++i) mass[bucket(order[i])] += probs[order[i]];
+  double above = 0.0;
+  int first = 0;  // lowest bucket kept
+  for (int b = kBuckets - 1; b >= 0; --b) {
+    above += mass[b];
+    if (above >= target) {
+      first = std::max(0, b - 1);
+      break;
+    }
+  }
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (bucket(order[i]) >= first) std::swap(order[kept++], order[i]);
+  return kept;
+}
+
+// Number of candidates top-p keeps: the length of the shortest prefix of `order` sorted by
+// probability (higher first, lower id on ties) whose mass reaches target; at least 1.
+// Rearranges order[0, n) so that prefix comes first. A selection guided by mass: halve the
+// candidate range with nth_element, keep the upper half whole while its mass falls short,
+// and sort only the final small range — linear time instead of sorting the vocabulary.
+int64_t top_p_count(int32_t* order, int64_t n, const float* probs, double target) {
+  auto by_prob = [probs](int32_t a, int32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); };
+  if (n > kTopPSortBelow) n = drop_far_tail(order, n, probs, target);
+  int64_t lo = 0, hi = n;  // order[0, lo) is kept; the cut lies in (lo, hi]
+  double need = target;    // mass still needed from order[lo, hi)
+  while (hi - lo > kTopPSortBelow) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    std::nth_element(order + lo, order + mid, order + hi, by_prob);
+    double mass = 0.0;
+    for (int64_t i = lo; i < mid; ++i) mass += probs[order[i]];
+    if (mass >= need) {
+      hi = mid;
+    } else {
+      need -= mass;
+      lo = mid;
+    }
+  }
+  std::sort(order + lo, order + hi, by_prob);
+  double mass = 0.0;
+  int64_t i = lo;
+  while (i < hi && mass < need) mass += probs[order[i++]];
+  return std::max<int64_t>(i, 1);
+}
 
 }  // namespace
 
@@ -58,43 +143,39 @@ void LogitsProcessor::to_probs(const float* logits, float* probs, const Sampling
   }
 
   int32_t* order = order_.data();  // [vocab] candidate token ids; the first n are kept
-  std::iota(order, order + vocab, 0);
+  const bool top_k = params.top_k > 0 && params.top_k < vocab;
+  const bool filtered = top_k || params.top_p < 1.0f || params.min_p > 0.0f;
+  if (filtered) std::iota(order, order + vocab, 0);
   int64_t n = vocab;
   // Strict order: larger first, lower id on ties, so every cut keeps an exact count.
   auto by_logit = [w](int32_t a, int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); };
-  if (params.top_k > 0 && params.top_k < vocab) {
+  if (top_k) {
     n = params.top_k;
     std::nth_element(order, order + n, order + vocab, by_logit);
   }
   float max = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) max = std::max(max, w[order[i]]);
+  if (top_k) {
+    for (int64_t i = 0; i < n; ++i) max = std::max(max, w[order[i]]);
+  } else {
+    max = w[argmax(w, vocab)];
+  }
   DSPARK_CHECK(max > -std::numeric_limits<float>::infinity(), "sampling: every logit is -inf or NaN");
 
   // Unnormalised probabilities exp((w - max) / T), written straight into probs.
   const float inv_t = 1.0f / params.temperature;
   double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float e = std::exp((w[order[i]] - max) * inv_t);
-    probs[order[i]] = e;
-    total += e;
+  if (n == vocab) {
+    total = exp_all(w, probs, vocab, max, inv_t);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float e = std::exp((w[order[i]] - max) * inv_t);
+      probs[order[i]] = e;
+      total += e;
+    }
   }
 
   if (params.top_p < 1.0f) {
-    auto by_prob = [probs](int32_t a, int32_t b) {
-      return probs[a] > probs[b] || (probs[a] == probs[b] && a < b);
-    };
-    const double target = static_cast<double>(params.top_p) * total;
-    int64_t cut = n;
-    for (int64_t sorted = std::min(n, kTopPFirstChunk);; sorted = std::min(n, sorted * 4)) {
-      std::partial_sort(order, order + sorted, order + n, by_prob);
-      double mass = 0.0;
-      int64_t i = 0;
-      while (i < sorted && mass < target) mass += probs[order[i++]];
-      if (mass >= target || sorted == n) {
-        cut = std::max<int64_t>(i, 1);
-        break;
-      }
-    }
+    const int64_t cut = top_p_count(order, n, probs, static_cast<double>(params.top_p) * total);
     for (int64_t i = cut; i < n; ++i) probs[order[i]] = 0.0f;
     n = cut;
   }
@@ -111,6 +192,11 @@ void LogitsProcessor::to_probs(const float* logits, float* probs, const Sampling
     n = kept;
   }
 
+  if (!filtered) {  // every token kept: plain passes, no indirection
+    const float inv_total = static_cast<float>(1.0 / total);
+    for (int64_t i = 0; i < vocab; ++i) probs[i] *= inv_total;
+    return;
+  }
   total = 0.0;
   for (int64_t i = 0; i < n; ++i) total += probs[order[i]];
   const double inv_total = 1.0 / total;
