@@ -271,7 +271,7 @@ void PackedBf16Gemm::multiply_avx512(const uint16_t* x, float* y, int64_t num_ro
     const int64_t blocks = blocks_in_group(g, out);
     const uint16_t* w = packed + g * group_elems;
     const int64_t col = g * kGroup;
-    const int64_t valid_last = out - col - (blocks - 1) * kBlock;  // 1..16
+    const int64_t valid_last = std::min(kBlock, out - col - (blocks - 1) * kBlock);  // 1..16
 #ifdef __AVX512BF16__
     // Rows in tiles of up to kMaxTileRows; the group's weights (64 x in bf16) stay in L2
     // across the row tiles, so W is read from memory once per call.
