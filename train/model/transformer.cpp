@@ -8,6 +8,7 @@
 #include <string>
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 
 #include "core/check.h"
 
@@ -34,6 +35,12 @@ torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep) {
   if (n_rep == 1) return x;
   const auto b = x.size(0), n_kv = x.size(1), t = x.size(2), d = x.size(3);
   return x.unsqueeze(2).expand({b, n_kv, n_rep, t, d}).reshape({b, n_kv * n_rep, t, d});
+}
+
+// The dtype an autocast linear would cast its input to (no-op outside autocast).
+torch::Tensor to_autocast_dtype(const torch::Tensor& x) {
+  if (!at::autocast::is_cpu_enabled() || x.scalar_type() != at::kFloat) return x;
+  return x.to(at::autocast::get_autocast_cpu_dtype());
 }
 
 }  // namespace
@@ -84,8 +91,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   k = k.transpose(1, 2);  // [B, nkv, T, D]
   v = v.transpose(1, 2);  // [B, nkv, T, D]
 
+  // Under autocast q/k arrive in bf16 and cos/sin are f32: the reference promotes to f32;
+  // casting first gives the same values without the slow mixed-dtype kernels.
   auto c = cos.unsqueeze(1);  // [B, 1, T, D]
   auto s = sin.unsqueeze(1);
+  q = q.to(c.scalar_type());
+  k = k.to(c.scalar_type());
   q = q * c + rotate_half(q) * s;
   k = k * c + rotate_half(k) * s;
 
@@ -95,7 +106,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 
   const double scaling = 1.0 / std::sqrt(static_cast<double>(head_dim));
   auto scores = at::matmul(q, k.transpose(2, 3)) * scaling;  // [B, nh, T, T]
-  scores = scores + mask;
+  // Adding a 0/-inf mask and filling -inf are the same values; the fill keeps bf16 scores
+  // bf16 instead of materialising an f32 copy.
+  scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
   auto probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
   auto out = at::matmul(probs, v);                            // [B, nh, T, D]
   out = out.transpose(1, 2).reshape({b, t, num_heads * head_dim});
@@ -122,8 +135,11 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                         const torch::Tensor& mask) const {
-  auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask);
-  return h + mlp->forward(post_attention_layernorm->forward(h));
+  // Explicit casts give the values of the reference's implicit ones (autocast casts every
+  // linear input; type promotion adds bf16 branches to the f32 residual in f32) but cast
+  // each tensor once and keep the elementwise kernels single-dtype.
+  auto h = x + self_attn->forward(to_autocast_dtype(input_layernorm->forward(x)), cos, sin, mask).to(x.scalar_type());
+  return h + mlp->forward(to_autocast_dtype(post_attention_layernorm->forward(h))).to(h.scalar_type());
 }
 
 torch::Tensor rope_inv_freq(const ModelConfig& c) {
@@ -210,7 +226,7 @@ torch::Tensor CausalLmImpl::run_layers(const torch::Tensor& input_ids, const tor
   auto emb = at::cat({freqs, freqs}, -1);                                       // [B, T, D]
   auto cos = emb.cos().to(h.scalar_type());
   auto sin = emb.sin().to(h.scalar_type());
-  auto mask = at::full({t, t}, -std::numeric_limits<float>::infinity(), at::kFloat).triu(1);  // [T, T]
+  auto mask = at::ones({t, t}, at::kBool).triu(1);  // [T, T], true above the diagonal (future)
 
   for (int64_t i = 0; i < static_cast<int64_t>(layers_.size()); ++i) {
     h = layers_[i]->forward(h, cos, sin, mask);
@@ -219,7 +235,7 @@ torch::Tensor CausalLmImpl::run_layers(const torch::Tensor& input_ids, const tor
         if (l == i) hidden->push_back(h);
     }
   }
-  return norm_->forward(h);
+  return to_autocast_dtype(norm_->forward(h));
 }
 
 ForwardOutput CausalLmImpl::forward(const torch::Tensor& input_ids, std::span<const int64_t> hidden_layers,

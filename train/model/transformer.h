@@ -45,7 +45,8 @@ struct RmsNormImpl : torch::nn::Module {
 
 struct AttentionImpl : torch::nn::Module {
   explicit AttentionImpl(const ModelConfig& config);
-  // x: [B, T, H]; cos/sin: [B, T, head_dim] (f32); mask: [T, T] additive (0 / -inf).
+  // x: [B, T, H]; cos/sin: [B, T, head_dim] (f32); mask: [T, T] bool, true where a query
+  // may not attend (the future).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask) const;
   int64_t num_heads, num_kv_heads, head_dim;
@@ -88,8 +89,8 @@ class CausalLmImpl : public torch::nn::Module {
   ForwardOutput forward(const torch::Tensor& input_ids, std::span<const int64_t> hidden_layers = {},
                         const torch::Tensor& positions = {}) const;
 
-  // Final hidden states before lm_head ([B, T, hidden], after the final norm) — lets a
-  // loss compute logits chunk by chunk.
+  // Final hidden states before lm_head ([B, T, hidden], after the final norm; bf16 under
+  // autocast, as the lm_head matmul would cast them) — lets a loss compute logits chunk by chunk.
   torch::Tensor final_hidden(const torch::Tensor& input_ids, const torch::Tensor& positions = {}) const;
   torch::Tensor lm_head_weight() const;  // [vocab, hidden]: lm_head.weight or the tied embedding
   torch::Tensor embed(const torch::Tensor& input_ids) const;  // [B, T] -> [B, T, hidden]
