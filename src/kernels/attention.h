@@ -10,6 +10,9 @@
 //
 // Contract (tested): the output of a query row depends only on that row's q, its keys and
 // values — bit for bit the same whatever the other rows, their number, or the thread count.
+// Each (token, KV head) is computed whole by one thread, as an online softmax over tiles of
+// 32 keys that start at position 0. head_dim <= 256. Inputs (num_keys >= 1, block ids
+// inside the pool, num_heads a multiple of num_kv_heads) are checked before any work.
 #pragma once
 
 #include <cstdint>

@@ -47,6 +47,7 @@ class Linear {
   Linear& operator=(Linear&&) noexcept;
 
   // x: [num_rows, in_features] f32; y: [num_rows, out_features] f32. 1 <= num_rows <= max_rows.
+  // Uses per-object scratch: one object must not run two forwards at once.
   void forward(const float* x, float* y, int64_t num_rows);
 
   // Builds what forward(num_rows) needs (a oneDNN primitive) now rather than on first use,

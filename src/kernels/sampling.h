@@ -4,7 +4,8 @@
 //
 // Order (as vLLM/HF): repetition penalty -> temperature -> top-k -> top-p -> min-p.
 // temperature == 0 means greedy: the distribution is one-hot at the (penalised) argmax,
-// lowest index on ties.
+// lowest index on ties. NaN logits count as -inf; if every logit is -inf, to_probs throws.
+// top_k >= vocabulary size is the same as off.
 #pragma once
 
 #include <cstdint>
