@@ -13,7 +13,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/threads.h"
-#include "engine/block_allocator.h"
+#include "model/block_allocator.h"
 #include "model/kv_pool.h"
 #include "model/transformer.h"
 #include "support/tiny_models.h"
@@ -22,6 +22,7 @@ namespace dspark {
 namespace {
 
 constexpr int64_t kHistory = 128;
+constexpr int64_t kMaxStep = 64;  // largest step benchmarked
 
 struct Fixture {
   std::unique_ptr<Transformer> model;
@@ -48,7 +49,7 @@ struct Fixture {
     opts.max_batch_tokens = 128;
     model = Transformer::load(dir, opts);
     kv = std::make_unique<KvPool>(model->config(), KvPoolOptions{64, 16, DType::kF32});
-    table.reserve(kHistory + 16, 16, allocator);
+    table.reserve(kHistory + kMaxStep, 16, allocator);
     std::vector<int32_t> prompt(kHistory);
     std::iota(prompt.begin(), prompt.end(), 1);
     const SequenceSlice slice{static_cast<int32_t>(kHistory), 0, table.data()};
@@ -87,10 +88,12 @@ void BM_StepF32(benchmark::State& state) { step_benchmark(state, DType::kF32); }
 BENCHMARK(BM_StepBf16)->Arg(1)->Arg(9)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_StepF32)->Arg(1)->Arg(9)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
-// Streaming read of 256 MB with the same OpenMP threads: the decode roofline's bandwidth.
+// Streaming read with the same OpenMP threads: the decode roofline's bandwidth. Two sizes:
+// 64 MB (about the model's weights, which may stay in a large last-level cache across
+// steps) and 2 GB (well past any cache: DRAM bandwidth).
 void BM_ReadBandwidth(benchmark::State& state) {
-  const size_t n = 256u << 20;
-  static AlignedBuffer buffer(n);
+  const size_t n = static_cast<size_t>(state.range(0)) << 20;
+  AlignedBuffer buffer(n);
   std::memset(buffer.data(), 1, n);
   const auto* p = buffer.as<const uint64_t>();
   const int64_t words = static_cast<int64_t>(n / 8);
@@ -105,7 +108,7 @@ void BM_ReadBandwidth(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate,
                                               benchmark::Counter::kIs1000);
 }
-BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_ReadBandwidth)->Arg(64)->Arg(2048)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 }  // namespace
 }  // namespace dspark

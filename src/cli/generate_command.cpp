@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "core/check.h"
 #include "core/threads.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "model/kv_pool.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
@@ -54,11 +54,12 @@ void run_generate(const GenerateArgs& args) {
   auto model = Transformer::load(dir, options);
   const Tokenizer tokenizer = Tokenizer::from_dir(dir);
 
-  KvPoolOptions kv_options;
-  kv_options.dtype = parse_dtype(args.kv_dtype);
-  kv_options.block_size = 16;
-  kv_options.num_blocks = (model->max_model_len() + kv_options.block_size - 1) / kv_options.block_size;
-  KvPool kv(model->config(), kv_options);
+  EngineOptions engine_options;
+  engine_options.max_running = 1;
+  engine_options.max_batch_tokens = options.max_batch_tokens;
+  engine_options.prefill_chunk = options.max_batch_tokens;
+  engine_options.kv_dtype = parse_dtype(args.kv_dtype);
+  Engine engine(*model, tokenizer, engine_options);
 
   const std::vector<int32_t> prompt_ids = tokenizer.encode(prompt, !args.no_special_tokens);
   DSPARK_CHECK(!prompt_ids.empty(), "the prompt is empty and the tokenizer adds no BOS token");
@@ -66,10 +67,7 @@ void run_generate(const GenerateArgs& args) {
                "the prompt has {} tokens but the model's context is {} tokens", prompt_ids.size(),
                model->max_model_len());
 
-  Generator generator(*model, tokenizer, kv);
-  GenerationOptions gen = args.gen;
-  gen.prefill_chunk = args.prefill_chunk;
-  const GenerationResult result = generator.generate(prompt_ids, gen, [](std::string_view piece) {
+  const GenerationResult result = generate_one(engine, prompt_ids, args.gen, [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   });

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <string_view>
 
 namespace dspark {
@@ -15,6 +16,7 @@ enum class DType : uint8_t { kF32, kBF16, kF16, kF8E4M3 };
 size_t dtype_size(DType dtype);
 std::string_view dtype_name(DType dtype);     // "f32", "bf16", "f16", "f8_e4m3"
 DType parse_dtype(std::string_view name);     // accepts the names above; throws otherwise
+inline std::ostream& operator<<(std::ostream& os, DType dtype) { return os << dtype_name(dtype); }
 
 inline float bf16_to_float(uint16_t bits) {
   uint32_t u = static_cast<uint32_t>(bits) << 16;

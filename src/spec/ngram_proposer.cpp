@@ -46,4 +46,11 @@ std::span<const int32_t> NgramProposer::propose(std::span<const int32_t> tokens)
   return tokens.subspan(static_cast<size_t>(best_end), static_cast<size_t>(count));
 }
 
+void NgramProposer::propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::span<const int32_t> found = propose(requests[i].tokens);
+    drafts[i] = Draft{found.first(std::min<size_t>(found.size(), std::max(requests[i].max_drafts, 0))), nullptr, nullptr};
+  }
+}
+
 }  // namespace dspark

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <span>
 
+#include "spec/proposer.h"
+
 namespace dspark {
 
 struct NgramOptions {
@@ -30,9 +32,14 @@ struct NgramOptions {
   void validate() const;  // throws Error naming the bad field
 };
 
-class NgramProposer {
+class NgramProposer final : public Proposer {
  public:
   explicit NgramProposer(const NgramOptions& options);
+
+  // Proposer: one-hot drafts, no state, no network.
+  ProposerCapabilities capabilities() const override { return {}; }
+  int32_t num_speculative_tokens() const override { return options_.num_speculative_tokens; }
+  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override;
 
   // tokens: [N] prompt + output so far. Returns a subspan of tokens, possibly empty.
   std::span<const int32_t> propose(std::span<const int32_t> tokens) const;

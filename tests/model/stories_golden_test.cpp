@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 
@@ -28,15 +28,18 @@ std::string generate_greedy(DType compute, int64_t chunk, int64_t num_tokens) {
   opts.max_batch_tokens = 64;
   auto model = Transformer::load(dir, opts);
   const Tokenizer tokenizer = Tokenizer::from_dir(dir);
-  KvPool kv(model->config(), KvPoolOptions{64, 8, DType::kF32});
-  Generator generator(*model, tokenizer, kv);
+  EngineOptions engine_options;
+  engine_options.max_running = 1;
+  engine_options.max_batch_tokens = 64;
+  engine_options.prefill_chunk = chunk;
+  engine_options.block_size = 8;
+  Engine engine(*model, tokenizer, engine_options);
   GenerationOptions gen;
   gen.max_tokens = num_tokens;
   gen.sampling.temperature = 0;
-  gen.prefill_chunk = chunk;
   const std::vector<int32_t> prompt = tokenizer.encode("", /*add_special_tokens=*/true);
   EXPECT_EQ(prompt, std::vector<int32_t>{1});
-  return generator.generate(prompt, gen).text;
+  return generate_one(engine, prompt, gen).text;
 }
 
 TEST(StoriesGolden, GreedyF32MatchesLlama2cReference) {
@@ -51,18 +54,19 @@ TEST(StoriesGolden, StreamedTextEqualsFinalText) {
   opts.compute = DType::kF32;
   auto model = Transformer::load(dir, opts);
   const Tokenizer tokenizer = Tokenizer::from_dir(dir);
-  KvPool kv(model->config(), KvPoolOptions{64, 8, DType::kF32});
-  Generator generator(*model, tokenizer, kv);
+  Engine engine(*model, tokenizer, EngineOptions{.max_running = 1, .max_batch_tokens = 64, .prefill_chunk = 3});
   GenerationOptions gen;
   gen.max_tokens = 60;
   gen.sampling.temperature = 0.8f;
   gen.sampling.seed = 5;
   gen.stop = {"park"};
   std::string streamed;
-  const auto result = generator.generate(tokenizer.encode("Once upon a time", true), gen,
-                                         [&](std::string_view piece) { streamed += piece; });
+  const auto result = generate_one(engine, tokenizer.encode("Once upon a time", true), gen,
+                                   [&](std::string_view piece) { streamed += piece; });
   EXPECT_EQ(streamed, result.text);
-  if (result.finish_reason == FinishReason::kStop) EXPECT_EQ(result.text.find("park"), std::string::npos);
+  if (result.finish_reason == FinishReason::kStop) {
+    EXPECT_EQ(result.text.find("park"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "engine/block_allocator.h"
+#include "model/block_allocator.h"
 
 #include "core/check.h"
 

@@ -1,0 +1,389 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "core/check.h"
+#include "core/clock.h"
+
+namespace dspark {
+namespace {
+
+int64_t default_num_blocks(const EngineOptions& o, int64_t max_model_len) {
+  const int64_t per_sequence = (max_model_len + o.block_size - 1) / o.block_size + 1;
+  return o.max_running * per_sequence;
+}
+
+KvPoolOptions kv_pool_options(const EngineOptions& o, int64_t max_model_len) {
+  KvPoolOptions kv;
+  kv.block_size = o.block_size;
+  kv.num_blocks = o.num_kv_blocks > 0 ? o.num_kv_blocks : default_num_blocks(o, max_model_len);
+  kv.dtype = o.kv_dtype;
+  return kv;
+}
+
+}  // namespace
+
+void EngineOptions::validate(const Transformer& model) const {
+  DSPARK_CHECK(max_running >= 1, "max_running must be >= 1, got {}", max_running);
+  DSPARK_CHECK(max_running <= model.options().max_sequences,
+               "max_running {} exceeds the model's max_sequences {}", max_running, model.options().max_sequences);
+  DSPARK_CHECK(max_batch_tokens >= max_running,
+               "max_batch_tokens ({}) must be >= max_running ({}): every running request needs a token per step",
+               max_batch_tokens, max_running);
+  DSPARK_CHECK(max_batch_tokens <= model.options().max_batch_tokens,
+               "max_batch_tokens {} exceeds the model's max_batch_tokens {}", max_batch_tokens,
+               model.options().max_batch_tokens);
+  DSPARK_CHECK(prefill_chunk >= 1, "prefill_chunk must be >= 1, got {}", prefill_chunk);
+  DSPARK_CHECK(block_size >= 1, "block_size must be >= 1, got {}", block_size);
+  DSPARK_CHECK(num_kv_blocks >= 0, "num_kv_blocks must be >= 0, got {}", num_kv_blocks);
+  DSPARK_CHECK(max_waiting >= 1, "max_waiting must be >= 1, got {}", max_waiting);
+}
+
+Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptions& options,
+               std::unique_ptr<Proposer> proposer)
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_((options.validate(model), options)),
+      proposer_(std::move(proposer)),
+      kv_(model.config(), kv_pool_options(options_, model.max_model_len())),
+      allocator_(kv_.num_blocks()),
+      logits_processor_(model.config().vocab_size),
+      rejection_sampler_(model.config().vocab_size),
+      spec_metrics_(proposer_ ? proposer_->num_speculative_tokens() : 0) {
+  const int64_t vocab = model.config().vocab_size;
+  const int64_t k = proposer_ ? proposer_->num_speculative_tokens() : 0;
+  DSPARK_CHECK(kv_.num_blocks() * kv_.block_size() >= model.max_model_len() + k,
+               "the KV cache ({} blocks of {}) cannot hold one sequence of the context length {}", kv_.num_blocks(),
+               kv_.block_size(), model.max_model_len());
+  for (int32_t s = static_cast<int32_t>(options_.max_running) - 1; s >= 0; --s) free_slots_.push_back(s);
+  scheduled_.reserve(options_.max_running);
+  batch_tokens_.reserve(options_.max_batch_tokens);
+  batch_slices_.reserve(options_.max_running);
+  batch_logit_rows_.reserve(options_.max_batch_tokens);
+  probs_.resize((k + 1) * vocab);
+  history_.reserve(model.max_model_len() + k);
+  draft_requests_.reserve(options_.max_running);
+  draft_results_.resize(options_.max_running);
+  draft_owners_.reserve(options_.max_running);
+  running_.reserve(options_.max_running);
+}
+
+Engine::~Engine() = default;
+
+int64_t Engine::add_request(std::vector<int32_t> prompt, const GenerationOptions& options, OutputCallback on_output) {
+  options.validate();
+  DSPARK_CHECK(!prompt.empty(), "the prompt is empty (no tokens to condition on)");
+  DSPARK_CHECK(static_cast<int64_t>(prompt.size()) < model_.max_model_len(),
+               "the prompt has {} tokens; the context is {} tokens and at least one must be left to generate",
+               prompt.size(), model_.max_model_len());
+  const int64_t vocab = model_.config().vocab_size;
+  for (int32_t id : prompt) DSPARK_CHECK(id >= 0 && id < vocab, "prompt token id {} outside the vocabulary [0, {})", id, vocab);
+  DSPARK_CHECK(static_cast<int64_t>(waiting_.size()) < options_.max_waiting, "the queue is full ({} waiting requests)",
+               waiting_.size());
+  auto request = std::make_unique<Request>(next_request_id_++, std::move(prompt), options, tokenizer_, std::move(on_output));
+  request->arrival_time = now_seconds();
+  if (proposer_) request->spec_metrics = SpecDecodeMetrics(proposer_->num_speculative_tokens());
+  const int64_t id = request->id;
+  waiting_.push_back(std::move(request));
+  return id;
+}
+
+void Engine::cancel(int64_t request_id) { cancel_requests_.push_back(request_id); }
+
+EngineStats Engine::stats() const {
+  EngineStats s = counters_;
+  s.num_running = static_cast<int64_t>(running_.size());
+  s.num_waiting = static_cast<int64_t>(waiting_.size());
+  s.kv_blocks_used = allocator_.num_used();
+  s.kv_blocks_total = allocator_.num_blocks();
+  return s;
+}
+
+bool Engine::step() {
+  drop_cancelled();
+  if (!has_unfinished()) return false;
+  propose_drafts();
+  schedule();
+  if (scheduled_.empty()) return false;
+  run_forward_and_commit();
+  ++counters_.num_steps;
+  return true;
+}
+
+void Engine::drop_cancelled() {
+  if (cancel_requests_.empty()) return;
+  for (int64_t id : cancel_requests_) {
+    auto matches = [id](const std::unique_ptr<Request>& r) { return r->id == id; };
+    if (auto it = std::find_if(running_.begin(), running_.end(), matches); it != running_.end()) {
+      RequestOutput out;
+      finish(**it, FinishReason::kCancelled, out);
+      (*it)->on_output(out);
+      running_.erase(it);
+    } else if (auto wit = std::find_if(waiting_.begin(), waiting_.end(), matches); wit != waiting_.end()) {
+      RequestOutput out;
+      finish(**wit, FinishReason::kCancelled, out);
+      (*wit)->on_output(out);
+      waiting_.erase(wit);
+    }
+  }
+  cancel_requests_.clear();
+}
+
+void Engine::propose_drafts() {
+  for (auto& r : running_) {
+    r->drafts.clear();
+    r->draft_probs = nullptr;
+    r->draft_confidence = nullptr;
+  }
+  if (!proposer_) return;
+  draft_requests_.clear();
+  draft_owners_.clear();
+  for (auto& r : running_) {
+    if (!r->is_decoding()) continue;
+    // Never draft past what could be committed: max_tokens and the context both bound it.
+    const int64_t room_tokens = r->options.max_tokens - r->num_output_tokens() - 1;
+    const int64_t room_context = model_.max_model_len() - static_cast<int64_t>(r->tokens.size()) - 1;
+    const int64_t max_drafts =
+        std::clamp<int64_t>(std::min(room_tokens, room_context), 0, proposer_->num_speculative_tokens());
+    DraftRequest dr;
+    dr.slot = r->slot;
+    dr.tokens = r->tokens;
+    dr.sampling = &r->options.sampling;
+    dr.rng = &r->draft_rng;
+    dr.max_drafts = static_cast<int32_t>(max_drafts);
+    draft_requests_.push_back(dr);
+    draft_owners_.push_back(r.get());
+  }
+  if (draft_requests_.empty()) return;
+  std::span<Draft> results(draft_results_.data(), draft_requests_.size());
+  proposer_->propose(draft_requests_, results);
+  for (size_t i = 0; i < draft_owners_.size(); ++i) {
+    Request& r = *draft_owners_[i];
+    const Draft& d = results[i];
+    DSPARK_CHECK(static_cast<int64_t>(d.tokens.size()) <= draft_requests_[i].max_drafts,
+                 "proposer returned {} drafts, more than the {} asked for", d.tokens.size(), draft_requests_[i].max_drafts);
+    r.drafts.assign(d.tokens.begin(), d.tokens.end());
+    r.draft_probs = d.probs;
+    r.draft_confidence = d.confidence;
+  }
+}
+
+void Engine::preempt(Request& victim) {
+  release(victim);
+  victim.num_computed = 0;
+  victim.drafts.clear();
+  victim.state = RequestState::kWaiting;
+  ++counters_.num_preemptions;
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == &victim; });
+  // Preempted requests go back to the front of the queue, ahead of new arrivals.
+  waiting_.push_front(std::move(*it));
+  running_.erase(it);
+}
+
+void Engine::schedule() {
+  scheduled_.clear();
+  int64_t budget = options_.max_batch_tokens;
+  int32_t row = 0;
+  // Running requests first, in admission order. When KV blocks run out, the most
+  // recently admitted request is preempted (its blocks freed, recomputed later); if that
+  // is the request being scheduled itself, it goes back to the queue.
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Request& r = *running_[i];
+    const int64_t uncomputed = r.num_uncomputed();
+    const int64_t num_real = std::min({uncomputed, options_.prefill_chunk, budget});
+    int64_t num_drafts = 0;
+    if (num_real == uncomputed) num_drafts = std::min<int64_t>(static_cast<int64_t>(r.drafts.size()), budget - num_real);
+    bool preempted_self = false;
+    while (!r.blocks.reserve(r.num_computed + num_real + num_drafts, kv_.block_size(), allocator_)) {
+      if (running_.size() > i + 1) {
+        preempt(*running_.back());
+      } else {
+        preempt(r);
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;
+    r.drafts.resize(num_drafts);
+    scheduled_.push_back({&r, static_cast<int32_t>(num_real), static_cast<int32_t>(num_drafts), row});
+    row += static_cast<int32_t>(num_real + num_drafts);
+    budget -= num_real + num_drafts;
+  }
+  // Then admit waiting requests (FIFO) while there is budget, a free slot and KV room.
+  while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < options_.max_running) {
+    Request& r = *waiting_.front();
+    const int64_t num_real = std::min({r.num_uncomputed(), options_.prefill_chunk, budget});
+    if (!r.blocks.reserve(r.num_computed + num_real, kv_.block_size(), allocator_)) break;  // no preemption for admission
+    r.state = RequestState::kRunning;
+    r.slot = free_slots_.back();
+    free_slots_.pop_back();
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    scheduled_.push_back({&r, static_cast<int32_t>(num_real), 0, row});
+    row += static_cast<int32_t>(num_real);
+    budget -= num_real;
+  }
+}
+
+void Engine::run_forward_and_commit() {
+  batch_tokens_.clear();
+  batch_slices_.clear();
+  batch_logit_rows_.clear();
+  for (Scheduled& s : scheduled_) {
+    Request& r = *s.request;
+    s.first_row = static_cast<int32_t>(batch_tokens_.size());
+    batch_tokens_.insert(batch_tokens_.end(), r.tokens.begin() + r.num_computed,
+                         r.tokens.begin() + r.num_computed + s.num_real);
+    batch_tokens_.insert(batch_tokens_.end(), r.drafts.begin(), r.drafts.begin() + s.num_drafts);
+    batch_slices_.push_back({s.num_real + s.num_drafts, static_cast<int32_t>(r.num_computed), r.blocks.data()});
+    if (r.num_computed + s.num_real == static_cast<int64_t>(r.tokens.size())) {
+      // Reaches the end of the committed tokens: logits for the last one and every draft.
+      for (int32_t j = 0; j <= s.num_drafts; ++j) batch_logit_rows_.push_back(s.first_row + s.num_real - 1 + j);
+    }
+  }
+  const ForwardResult result = model_.forward(ForwardBatch{batch_tokens_, batch_slices_, batch_logit_rows_}, kv_);
+
+  const int64_t vocab = model_.config().vocab_size;
+  int64_t logit_row = 0;
+  for (const Scheduled& s : scheduled_) {
+    Request& r = *s.request;
+    const bool reaches_end = r.num_computed + s.num_real == static_cast<int64_t>(r.tokens.size());
+    if (!reaches_end) {
+      r.num_computed += s.num_real;  // a prefill chunk; nothing to sample yet
+      continue;
+    }
+    r.num_computed += s.num_real - 1;  // the anchor's KV is accounted for in commit()
+    try {
+      commit(r, result.logits + logit_row * vocab);
+    } catch (const std::exception& e) {
+      RequestOutput out;
+      out.error = e.what();
+      finish(r, FinishReason::kError, out);
+      r.on_output(out);
+    }
+    logit_row += s.num_drafts + 1;
+  }
+  // Retire finished requests.
+  for (auto it = running_.begin(); it != running_.end();) {
+    if ((*it)->state == RequestState::kFinished) it = running_.erase(it);
+    else ++it;
+  }
+}
+
+void Engine::commit(Request& r, const float* logits) {
+  const int64_t vocab = model_.config().vocab_size;
+  const int32_t num_drafts = static_cast<int32_t>(r.drafts.size());
+  const SamplingParams& sp = r.options.sampling;
+  // Target distributions p_0..p_L under the request's transform; the repetition penalty
+  // at draft position j sees the drafts before it, exactly as plain decoding would.
+  const bool penalised = sp.repetition_penalty != 1.0f;
+  if (penalised) {
+    history_.assign(r.tokens.begin(), r.tokens.end());
+    history_.insert(history_.end(), r.drafts.begin(), r.drafts.end());
+  }
+  for (int32_t j = 0; j <= num_drafts; ++j) {
+    const std::span<const int32_t> history =
+        penalised ? std::span<const int32_t>(history_.data(), r.tokens.size() + j) : std::span<const int32_t>();
+    logits_processor_.to_probs(logits + j * vocab, probs_.data() + j * vocab, sp, history);
+  }
+  VerifyInput in;
+  in.draft_tokens = r.drafts;
+  in.draft_probs = r.draft_probs;
+  in.target_probs = probs_.data();
+  in.vocab_size = vocab;
+  in.greedy = sp.greedy();
+  const VerifyResult verdict = rejection_sampler_.verify(in, r.rng);
+  if (num_drafts > 0) {
+    r.spec_metrics.record_round(num_drafts, verdict.num_accepted);
+    spec_metrics_.record_round(num_drafts, verdict.num_accepted);
+  }
+  // The anchor and the accepted drafts now have valid KV; the new token does not yet.
+  r.num_computed += 1 + verdict.num_accepted;
+
+  RequestOutput out;
+  bool finished = false;
+  for (int32_t j = 0; j < verdict.num_accepted && !finished; ++j) finished = append_token(r, r.drafts[j], out);
+  if (!finished) finished = append_token(r, verdict.next_token, out);
+  r.drafts.clear();
+  if (!out.token_ids.empty() || !out.text.empty() || out.finished) {
+    out.request_id = r.id;
+    out.prompt_tokens = r.num_prompt_tokens;
+    out.output_tokens = r.num_output_tokens();
+    r.on_output(out);
+  }
+}
+
+bool Engine::append_token(Request& r, int32_t token, RequestOutput& out) {
+  if (r.first_token_time == 0) r.first_token_time = now_seconds();
+  const auto& eos = tokenizer_.eos_ids();
+  if (!r.options.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) {
+    finish(r, FinishReason::kEos, out);
+    return true;
+  }
+  r.tokens.push_back(token);
+  out.token_ids.push_back(token);
+  out.text += r.text_stream.append(r.decoder.push(token));
+  if (r.text_stream.stopped()) {
+    finish(r, FinishReason::kStop, out);
+    return true;
+  }
+  if (r.num_output_tokens() >= r.options.max_tokens ||
+      static_cast<int64_t>(r.tokens.size()) >= model_.max_model_len()) {
+    finish(r, FinishReason::kLength, out);
+    return true;
+  }
+  return false;
+}
+
+void Engine::finish(Request& r, FinishReason reason, RequestOutput& out) {
+  if (reason != FinishReason::kStop && reason != FinishReason::kCancelled && reason != FinishReason::kError) {
+    out.text += r.text_stream.append(r.decoder.flush());
+  }
+  out.text += r.text_stream.finish();
+  r.finish_reason = reason;
+  r.finish_time = now_seconds();
+  r.state = RequestState::kFinished;
+  release(r);
+  out.request_id = r.id;
+  out.finished = true;
+  out.finish_reason = reason;
+  out.prompt_tokens = r.num_prompt_tokens;
+  out.output_tokens = r.num_output_tokens();
+}
+
+void Engine::release(Request& r) {
+  r.blocks.release_all(allocator_);
+  if (r.slot >= 0) {
+    if (proposer_) proposer_->release(r.slot);
+    free_slots_.push_back(r.slot);
+    r.slot = -1;
+  }
+}
+
+GenerationResult generate_one(Engine& engine, std::vector<int32_t> prompt, const GenerationOptions& options,
+                              const std::function<void(std::string_view)>& on_text) {
+  GenerationResult result;
+  result.prompt_tokens = static_cast<int64_t>(prompt.size());
+  const double start = now_seconds();
+  bool done = false;
+  engine.add_request(std::move(prompt), options, [&](const RequestOutput& out) {
+    if (result.tokens.empty() && !out.token_ids.empty()) result.ttft_seconds = now_seconds() - start;
+    result.tokens.insert(result.tokens.end(), out.token_ids.begin(), out.token_ids.end());
+    result.text += out.text;
+    if (on_text && !out.text.empty()) on_text(out.text);
+    if (out.finished) {
+      done = true;
+      result.finish_reason = out.finish_reason;
+      result.error = out.error;
+    }
+  });
+  while (!done && engine.step()) {
+  }
+  DSPARK_CHECK(done, "the engine stopped before the request finished (KV cache too small?)");
+  if (result.ttft_seconds == 0) result.ttft_seconds = now_seconds() - start;
+  result.total_seconds = now_seconds() - start;
+  return result;
+}
+
+}  // namespace dspark

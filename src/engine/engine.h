@@ -1,0 +1,137 @@
+// Engine: the token-flattened step machine (DESIGN §3). It owns the request queue, the
+// paged KV cache and the proposer, and runs the target model one step at a time:
+//
+//   1. propose   drafts for every decoding request, in one batched proposer call;
+//   2. schedule  a token budget: running requests first (their uncomputed tokens, or for
+//                a decoding one its anchor + drafts), then waiting ones (prompt chunks:
+//                chunked prefill, so a long prompt never stalls running decodes); KV
+//                blocks are reserved for everything fed, and when they run out the most
+//                recently admitted request is preempted (freed, recomputed later);
+//   3. forward   one target pass over the concatenation of all scheduled tokens;
+//   4. verify    per request: the target's p at every fed draft position, the rejection
+//                sampler (greedy or sampled), commit accepted + recovered/bonus tokens,
+//                stop at EOS, stop strings, max_tokens or the context limit;
+//   5. report    new text and tokens through each request's callback; release finished
+//                requests' blocks and proposer slots.
+//
+// Single-threaded: one thread owns an Engine (no locks inside). Invalid requests are
+// rejected by add_request with an Error; a failure while serving one request finishes
+// that request with an error and leaves the others running.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "engine/generation.h"
+#include "engine/request.h"
+#include "kernels/sampling.h"
+#include "model/kv_pool.h"
+#include "model/tokenizer.h"
+#include "model/transformer.h"
+#include "spec/proposer.h"
+#include "spec/rejection_sampler.h"
+#include "spec/spec_metrics.h"
+
+namespace dspark {
+
+struct EngineOptions {
+  int64_t max_running = 16;        // requests admitted (holding KV) at once
+  int64_t max_batch_tokens = 256;  // tokens per step; must fit the model's max_batch_tokens
+  int64_t prefill_chunk = 256;     // prompt tokens of one request per step at most
+  int64_t block_size = 16;         // positions per KV block
+  int64_t num_kv_blocks = 0;       // 0 = enough for max_running sequences of full length
+  DType kv_dtype = DType::kF32;    // KV cache storage
+  int64_t max_waiting = 1024;      // queue limit; add_request refuses beyond it
+
+  void validate(const Transformer& model) const;
+};
+
+struct EngineStats {
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_total = 0;
+  int64_t num_steps = 0;
+  int64_t num_preemptions = 0;
+};
+
+class Engine {
+ public:
+  Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptions& options,
+         std::unique_ptr<Proposer> proposer = nullptr);
+  ~Engine();
+
+  // Queues a request. Throws Error (and queues nothing) for an empty prompt, a prompt that
+  // leaves no room in the context, token ids outside the vocabulary, invalid options, or
+  // a full queue. Returns the request id.
+  int64_t add_request(std::vector<int32_t> prompt, const GenerationOptions& options, OutputCallback on_output);
+  // Finishes the request at the next step (kCancelled) and frees its blocks. Unknown or
+  // finished ids are ignored.
+  void cancel(int64_t request_id);
+
+  // Runs one step; returns false when there was nothing to run.
+  bool step();
+  bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
+
+  const SpecDecodeMetrics& spec_metrics() const { return spec_metrics_; }
+  EngineStats stats() const;
+  const Transformer& model() const { return model_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  Proposer* proposer() { return proposer_.get(); }
+
+ private:
+  struct Scheduled {
+    Request* request;
+    int32_t num_real;    // committed tokens fed (prefill chunk, or the anchor)
+    int32_t num_drafts;  // drafts fed after them (only when num_real reaches the end)
+    int32_t first_row;   // row of its first token in the flat batch
+  };
+
+  void drop_cancelled();
+  void propose_drafts();
+  void schedule();
+  void preempt(Request& victim);
+  void run_forward_and_commit();
+  void commit(Request& request, const float* logits);  // logits: [num_drafts + 1, vocab]
+  // Appends one token; returns true when the request finished.
+  bool append_token(Request& request, int32_t token, RequestOutput& out);
+  void finish(Request& request, FinishReason reason, RequestOutput& out);
+  void release(Request& request);
+
+  Transformer& model_;
+  const Tokenizer& tokenizer_;
+  EngineOptions options_;
+  std::unique_ptr<Proposer> proposer_;
+  KvPool kv_;
+  BlockAllocator allocator_;
+  LogitsProcessor logits_processor_;
+  RejectionSampler rejection_sampler_;
+  SpecDecodeMetrics spec_metrics_;
+
+  int64_t next_request_id_ = 1;
+  std::deque<std::unique_ptr<Request>> waiting_;
+  std::vector<std::unique_ptr<Request>> running_;  // admission order
+  std::vector<int32_t> free_slots_;
+  std::vector<int64_t> cancel_requests_;
+  EngineStats counters_;
+
+  // Per-step buffers, sized once.
+  std::vector<Scheduled> scheduled_;
+  std::vector<int32_t> batch_tokens_;      // [max_batch_tokens]
+  std::vector<SequenceSlice> batch_slices_;  // [max_running]
+  std::vector<int32_t> batch_logit_rows_;  // [max_batch_tokens]
+  std::vector<float> probs_;               // [max drafts + 1, vocab] target p of one request
+  std::vector<int32_t> history_;           // committed + drafts, for the repetition penalty
+  std::vector<DraftRequest> draft_requests_;
+  std::vector<Draft> draft_results_;
+  std::vector<Request*> draft_owners_;
+};
+
+// Runs one request to completion on an otherwise idle engine (the CLI's generate and
+// eval use this); on_text receives final text pieces as they arrive.
+GenerationResult generate_one(Engine& engine, std::vector<int32_t> prompt, const GenerationOptions& options,
+                              const std::function<void(std::string_view)>& on_text = {});
+
+}  // namespace dspark

@@ -1,0 +1,80 @@
+// Request: everything the engine keeps about one generation request — its committed
+// tokens, how many of them have KV in the cache, its KV blocks, sampling state, the drafts
+// proposed for the current step, stop-string and streaming state, and timings.
+//
+// Token bookkeeping (token-flattened, as vLLM v1): tokens = prompt + committed output.
+// num_computed counts the leading tokens whose K/V is in the cache. A request whose
+// uncomputed tail is longer than one token is still prefilling; once only the last
+// committed token is uncomputed, it is decoding, and that token is the anchor x₀ of the
+// next verification round. Rejected drafts leave stale K/V beyond num_computed, which the
+// next step simply overwrites — rollback is bookkeeping only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "model/block_allocator.h"
+#include "engine/generation.h"
+#include "engine/text_stream.h"
+#include "model/tokenizer.h"
+#include "spec/spec_metrics.h"
+
+namespace dspark {
+
+// What the engine reports to the submitter after each step that changed a request.
+struct RequestOutput {
+  int64_t request_id = 0;
+  std::string text;                    // newly final text (may be empty)
+  std::vector<int32_t> token_ids;      // newly committed tokens
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kLength;
+  std::string error;                   // non-empty when the request failed
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;           // total so far
+};
+
+using OutputCallback = std::function<void(const RequestOutput&)>;
+
+enum class RequestState { kWaiting, kRunning, kFinished };
+
+struct Request {
+  Request(int64_t id, std::vector<int32_t> prompt, GenerationOptions options, const Tokenizer& tokenizer,
+          OutputCallback on_output);
+
+  int64_t id;
+  GenerationOptions options;
+  OutputCallback on_output;
+  RequestState state = RequestState::kWaiting;
+  int32_t slot = -1;                   // proposer slot while running
+
+  int64_t num_prompt_tokens;
+  std::vector<int32_t> tokens;         // prompt + committed output
+  int64_t num_computed = 0;            // leading tokens whose KV is cached
+  BlockTable blocks;
+
+  Rng rng;                             // target sampling and verification
+  Rng draft_rng;                       // the drafter's own stream
+  std::vector<int32_t> drafts;         // this step's drafts (copied from the proposer)
+  const float* draft_probs = nullptr;  // [drafts, vocab] q, or null (one-hot)
+  const float* draft_confidence = nullptr;  // [drafts] or null
+
+  StreamingDecoder decoder;
+  TextStream text_stream;
+  SpecDecodeMetrics spec_metrics;
+
+  double arrival_time = 0;
+  double first_token_time = 0;         // 0 until the first token
+  double finish_time = 0;
+  FinishReason finish_reason = FinishReason::kLength;
+  bool cancelled = false;
+
+  int64_t num_output_tokens() const { return static_cast<int64_t>(tokens.size()) - num_prompt_tokens; }
+  int64_t num_uncomputed() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
+  bool is_decoding() const { return num_uncomputed() == 1; }
+};
+
+}  // namespace dspark

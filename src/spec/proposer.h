@@ -1,0 +1,60 @@
+// Proposer: the interface every speculative method plugs into (n-gram, draft model,
+// DFlash, DSpark). Once per engine step, before scheduling, the engine asks the proposer
+// for drafts for all decoding requests in one call, so methods that run a network batch
+// them into one pass.
+//
+// Proposers declare what they need and provide (capabilities) instead of being switched
+// on by name: the engine captures target hidden states only for a proposer that needs
+// them, frees per-request state only for one that keeps it, and verifies one-hot drafts
+// when no draft probabilities are provided.
+//
+// Per-request state lives in a slot (0 .. max_running - 1) the engine assigns when it
+// admits a request and hands back through release(slot) when the request ends, so a
+// proposer keeps flat arrays, not maps.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/rng.h"
+#include "kernels/sampling.h"
+
+namespace dspark {
+
+struct ProposerCapabilities {
+  bool needs_target_hidden_states = false;  // consumes the target's captured layer outputs
+  bool owns_kv_cache = false;               // keeps per-request KV (must see release())
+  bool provides_draft_probs = false;        // q for the verifier; else one-hot drafts
+  bool provides_confidence = false;         // per-position acceptance estimates c_j
+};
+
+// What a proposer sees of one request this step.
+struct DraftRequest {
+  int32_t slot = 0;                         // stable per-request index
+  std::span<const int32_t> tokens;          // committed tokens: prompt + output so far
+  const SamplingParams* sampling = nullptr; // the request's transform (q must use it too)
+  Rng* rng = nullptr;                       // the drafter's own random stream for this request
+  int32_t max_drafts = 0;                   // propose at most this many (may be 0)
+};
+
+// What it returns for that request; views into proposer-owned memory, valid until the
+// next propose() call.
+struct Draft {
+  std::span<const int32_t> tokens;          // [L], L <= max_drafts
+  const float* probs = nullptr;             // [L, vocab] q, or null for one-hot drafts
+  const float* confidence = nullptr;        // [L] c_j, or null
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  virtual ProposerCapabilities capabilities() const = 0;
+  // The most drafts this proposer produces per round (num_speculative_tokens).
+  virtual int32_t num_speculative_tokens() const = 0;
+  // drafts.size() == requests.size().
+  virtual void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) = 0;
+  // The request in this slot ended (finished, cancelled, failed or preempted).
+  virtual void release(int32_t slot) {}
+};
+
+}  // namespace dspark
