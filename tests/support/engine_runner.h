@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/block_allocator.h"
+#include "model/block_allocator.h"
 #include "model/kv_pool.h"
 #include "model/transformer.h"
 
