@@ -19,11 +19,17 @@ using nlohmann::json;
 
 namespace {
 
-void write_json(const fs::path& path, const json& j) {
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
-  out.close();
-  DSPARK_CHECK(out.good(), "cannot write {}", path.string());
+// Writes PATH.tmp, then renames it over PATH.
+void write_json_atomic(const fs::path& path, const json& j) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << "\n";
+    out.close();
+    DSPARK_CHECK(out.good(), "cannot write {}", tmp.string());
+  }
+  fs::rename(tmp, path);
 }
 
 json id_or_null(int64_t id) { return id >= 0 ? json(id) : json(nullptr); }
@@ -31,10 +37,10 @@ json id_or_null(int64_t id) { return id >= 0 ? json(id) : json(nullptr); }
 }  // namespace
 
 void export_hf(const CausalLmImpl& model, const fs::path& out_dir, const ExportOptions& options) {
-  fs::path tmp = out_dir;
-  tmp += ".tmp";
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
+  fs::create_directories(out_dir);
+  if (!options.tokenizer_dir.empty())
+    DSPARK_CHECK(fs::exists(options.tokenizer_dir / "tokenizer.json"), "export: {} has no tokenizer.json",
+                 options.tokenizer_dir.string());
 
   ModelConfig config = model.config();
   config.torch_dtype = "bfloat16";
@@ -42,27 +48,29 @@ void export_hf(const CausalLmImpl& model, const fs::path& out_dir, const ExportO
   config.eos_token_id = options.eos_id;
   config.eos_token_ids.clear();
   if (options.eos_id >= 0) config.eos_token_ids.push_back(options.eos_id);
-  write_json(tmp / "config.json", config.to_json());
-  write_safetensors(tmp / "model.safetensors", model_tensors(model, DType::kBF16), {{"format", "pt"}});
+  write_safetensors(out_dir / "model.safetensors", model_tensors(model, DType::kBF16), {{"format", "pt"}});
   json gen{{"_from_model_config", true},
            {"bos_token_id", id_or_null(options.bos_id)},
            {"eos_token_id", id_or_null(options.eos_id)}};
   if (options.pad_id >= 0) gen["pad_token_id"] = options.pad_id;
-  write_json(tmp / "generation_config.json", gen);
+  write_json_atomic(out_dir / "generation_config.json", gen);
 
   if (!options.tokenizer_dir.empty()) {
-    DSPARK_CHECK(fs::exists(options.tokenizer_dir / "tokenizer.json"), "export: {} has no tokenizer.json",
-                 options.tokenizer_dir.string());
     for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
-      if (fs::exists(options.tokenizer_dir / name))
-        fs::copy_file(options.tokenizer_dir / name, tmp / name, fs::copy_options::overwrite_existing);
-      else
+      const fs::path from = options.tokenizer_dir / name, to = out_dir / name;
+      if (!fs::exists(from)) {
         spdlog::warn("export: {} has no {}", options.tokenizer_dir.string(), name);
+        continue;
+      }
+      if (fs::exists(to) && fs::equivalent(from, to)) continue;  // exporting into the tokenizer's own directory
+      fs::path tmp = to;
+      tmp += ".tmp";
+      fs::copy_file(from, tmp, fs::copy_options::overwrite_existing);
+      fs::rename(tmp, to);
     }
   }
-  fs::remove_all(out_dir);
-  if (out_dir.has_parent_path()) fs::create_directories(out_dir.parent_path());
-  fs::rename(tmp, out_dir);
+  // config.json last: a directory with a config.json is complete.
+  write_json_atomic(out_dir / "config.json", config.to_json());
 }
 
 void export_checkpoint(const fs::path& checkpoint, const fs::path& out_dir, const ExportOptions& overrides) {

@@ -5,7 +5,9 @@
 //   generation_config.json bos/eos/pad ids
 //   tokenizer.json, tokenizer_config.json, special_tokens_map.json  copied from the
 //                          tokenizer directory (tokenizer.json is required)
-// The directory is written next to OUT as OUT.tmp and renamed into place, replacing OUT.
+// OUT is created when missing; each of these files is written to a temporary name and renamed
+// over the old one (config.json last), and anything else in OUT (a README, other files) is
+// left alone, so exporting into the tokenizer's own directory is fine.
 #pragma once
 
 #include <cstdint>

@@ -139,8 +139,22 @@ TEST_F(ExportTest, WritesHuggingFaceLayoutForTiedAndUntiedModels) {
     EXPECT_EQ(gen["pad_token_id"], 8);
     for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
       EXPECT_TRUE(fs::exists(out / name)) << name;
-    EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+    for (const auto& entry : fs::directory_iterator(out))
+      EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
   }
+}
+
+TEST_F(ExportTest, ExportingIntoTheTokenizerDirectoryKeepsItsFiles) {
+  std::ofstream(root_ / "tok" / "README.md") << "how this model was made\n";
+  auto m = model(true);
+  ExportOptions o = options();
+  export_hf(*m, root_ / "tok", o);
+  export_hf(*m, root_ / "tok", o);  // again, over its own output
+  expect_hf_layout(root_ / "tok", m->config());
+  EXPECT_TRUE(fs::exists(root_ / "tok" / "README.md"));
+  json tokenizer = json::parse(std::ifstream(root_ / "tok" / "tokenizer.json"));
+  EXPECT_TRUE(tokenizer.contains("model"));
+  EXPECT_EQ(ModelConfig::from_file(root_ / "tok").eos_token_id, 7);
 }
 
 TEST_F(ExportTest, ReloadComputesTheBf16RoundedModel) {
