@@ -1,0 +1,237 @@
+// The engine end to end on tiny random models: plain greedy decoding is the reference;
+// speculative decoding (n-gram, draft model), batching with other requests, chunked
+// prefill, preemption under KV pressure and cancellation must not change a single token.
+#include "engine/engine.h"
+
+#include <fstream>
+#include <map>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "model/tokenizer.h"
+#include "spec/draft_model_proposer.h"
+#include "spec/ngram_proposer.h"
+#include "support/tiny_models.h"
+
+namespace dspark {
+namespace {
+
+// A byte-level tokenizer.json with a 97-token vocabulary (ids 0..96), enough to decode
+// whatever a tiny random model emits; EOS is id 2 via generation_config.json.
+std::filesystem::path add_tokenizer(const std::filesystem::path& dir) {
+  // GPT-2 byte alphabet: printable ASCII maps to itself; bytes 0, 1, 2 map to U+0100..U+0102.
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int i = 0; i < 94; ++i) vocab[std::string(1, static_cast<char>('!' + i))] = i;
+  vocab["\xC4\x80"] = 94;
+  vocab["\xC4\x81"] = 95;
+  vocab["\xC4\x82"] = 96;
+  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+                                     {"use_regex", false}};
+  const nlohmann::json tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", nlohmann::json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", byte_level},
+      {"post_processor", nullptr},
+      {"decoder", byte_level},
+      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"fuse_unk", false},
+                 {"byte_fallback", false}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+  std::ofstream(dir / "tokenizer.json") << tokenizer.dump();
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": 2})";
+  return dir;
+}
+
+struct Models {
+  std::filesystem::path target_dir, draft_dir;
+  Models() {
+    testing::TinyModelSpec spec;
+    spec.num_layers = 2;
+    target_dir = add_tokenizer(testing::write_tiny_model(spec, testing::make_temp_dir("engine-target")));
+    spec.seed = 99;
+    spec.num_layers = 1;
+    draft_dir = add_tokenizer(testing::write_tiny_model(spec, testing::make_temp_dir("engine-draft")));
+  }
+};
+
+const Models& models() {
+  static Models m;
+  return m;
+}
+
+std::unique_ptr<Transformer> load(const std::filesystem::path& dir, int64_t max_sequences = 16) {
+  TransformerOptions o;
+  o.max_batch_tokens = 128;
+  o.max_sequences = max_sequences;
+  return Transformer::load(dir, o);
+}
+
+std::vector<std::vector<int32_t>> prompts(int n) {
+  std::vector<std::vector<int32_t>> out;
+  Rng rng(5);
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> p;
+    const int len = 3 + static_cast<int>(rng.next_u64() % 40);
+    // Repetitive prompts so that n-gram lookup finds matches.
+    for (int j = 0; j < len; ++j) p.push_back(static_cast<int32_t>(3 + (j % 7 == 0 ? rng.next_u64() % 90 : j % 5)));
+    out.push_back(p);
+  }
+  return out;
+}
+
+GenerationOptions greedy(int64_t max_tokens) {
+  GenerationOptions g;
+  g.max_tokens = max_tokens;
+  g.sampling.temperature = 0;
+  g.ignore_eos = true;
+  return g;
+}
+
+// Runs all prompts concurrently on the engine; returns each request's tokens.
+std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vector<std::vector<int32_t>>& ps,
+                                          const GenerationOptions& g) {
+  std::map<int64_t, size_t> index;
+  std::vector<std::vector<int32_t>> out(ps.size());
+  std::vector<bool> done(ps.size());
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const int64_t id = engine.add_request(ps[i], g, [&, i](const RequestOutput& o) {
+      out[i].insert(out[i].end(), o.token_ids.begin(), o.token_ids.end());
+      if (o.finished) done[i] = true;
+    });
+    index[id] = i;
+  }
+  while (engine.step()) {
+  }
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_TRUE(done[i]) << "request " << i;
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0) << "KV blocks leaked";
+  return out;
+}
+
+std::vector<std::vector<int32_t>> plain_reference(const std::vector<std::vector<int32_t>>& ps, int64_t max_tokens) {
+  auto model = load(models().target_dir, 1);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& p : ps) {
+    Engine engine(*model, tok, EngineOptions{.max_running = 1, .max_batch_tokens = 128});
+    out.push_back(generate_one(engine, p, greedy(max_tokens)).tokens);
+  }
+  return out;
+}
+
+TEST(Engine, BatchedChunkedAndPreemptedGreedyEqualsAlone) {
+  const auto ps = prompts(12);
+  const auto reference = plain_reference(ps, 24);
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  // Small chunks and a small KV pool: chunked prefill interleaves with decodes, and
+  // requests get preempted and recomputed.
+  EngineOptions o{.max_running = 6, .max_batch_tokens = 20, .prefill_chunk = 7, .block_size = 4, .num_kv_blocks = 70};
+  Engine engine(*model, tok, o);
+  EXPECT_EQ(run_all(engine, ps, greedy(24)), reference);
+  EXPECT_GT(engine.stats().num_preemptions, 0);
+}
+
+TEST(Engine, NgramSpeculationIsLosslessGreedy) {
+  const auto ps = prompts(12);
+  const auto reference = plain_reference(ps, 24);
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  Engine engine(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
+                std::make_unique<NgramProposer>(NgramOptions{1, 4, 6}));
+  EXPECT_EQ(run_all(engine, ps, greedy(24)), reference);
+  EXPECT_GT(engine.spec_metrics().num_drafts, 0);
+}
+
+TEST(Engine, DraftModelSpeculationIsLosslessGreedy) {
+  const auto ps = prompts(10);
+  const auto reference = plain_reference(ps, 20);
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  DraftModelOptions d{.num_speculative_tokens = 5, .max_running = 4, .block_size = 4};
+  Engine engine(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
+                std::make_unique<DraftModelProposer>(load(models().draft_dir, 4), d));
+  EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
+  EXPECT_GT(engine.spec_metrics().num_drafts, 0);
+}
+
+TEST(Engine, TargetAsItsOwnDraftAcceptsEveryGreedyDraft) {
+  // With the target as draft model, greedy drafts are exactly the target's choices:
+  // every round accepts all K drafts, so tau = K + 1 (a strong check of the bookkeeping).
+  const auto ps = prompts(4);
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  DraftModelOptions d{.num_speculative_tokens = 4, .max_running = 4, .block_size = 4};
+  Engine engine(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
+                std::make_unique<DraftModelProposer>(load(models().target_dir, 4), d));
+  EXPECT_EQ(run_all(engine, ps, greedy(21)), plain_reference(ps, 21));
+  const auto& m = engine.spec_metrics();
+  EXPECT_EQ(m.num_accepted_tokens, m.num_draft_tokens);
+  EXPECT_DOUBLE_EQ(m.mean_acceptance_length(), 5.0);
+}
+
+TEST(Engine, DraftPMinStopsDraftingEarly) {
+  const auto ps = prompts(3);
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  DraftModelOptions d{.num_speculative_tokens = 6, .p_min = 0.99f, .max_running = 4, .block_size = 4};
+  Engine engine(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
+                std::make_unique<DraftModelProposer>(load(models().draft_dir, 4), d));
+  EXPECT_EQ(run_all(engine, ps, greedy(12)), plain_reference(ps, 12));
+  // A random draft model is never that sure: every round stops after its first draft.
+  EXPECT_EQ(engine.spec_metrics().num_draft_tokens, engine.spec_metrics().num_drafts);
+}
+
+TEST(Engine, CancelFreesBlocksAndFinishesRequest) {
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  Engine engine(*model, tok, EngineOptions{.max_running = 2, .max_batch_tokens = 64});
+  FinishReason reason = FinishReason::kLength;
+  bool finished = false;
+  const int64_t id = engine.add_request(prompts(1)[0], greedy(1000), [&](const RequestOutput& o) {
+    if (o.finished) {
+      finished = true;
+      reason = o.finish_reason;
+    }
+  });
+  for (int i = 0; i < 3; ++i) engine.step();
+  EXPECT_GT(engine.stats().kv_blocks_used, 0);
+  engine.cancel(id);
+  engine.step();
+  EXPECT_TRUE(finished);
+  EXPECT_EQ(reason, FinishReason::kCancelled);
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+  EXPECT_FALSE(engine.has_unfinished());
+}
+
+TEST(Engine, RejectsInvalidRequests) {
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  Engine engine(*model, tok, EngineOptions{.max_running = 2, .max_batch_tokens = 64, .max_waiting = 1});
+  auto ignore = [](const RequestOutput&) {};
+  EXPECT_THROW(engine.add_request({}, greedy(4), ignore), Error);
+  EXPECT_THROW(engine.add_request(std::vector<int32_t>(256, 5), greedy(4), ignore), Error);  // fills the context
+  EXPECT_THROW(engine.add_request({5, 97}, greedy(4), ignore), Error);                      // id outside vocab
+  GenerationOptions bad = greedy(4);
+  bad.sampling.top_p = 0;
+  EXPECT_THROW(engine.add_request({5}, bad, ignore), Error);
+  EXPECT_NO_THROW(engine.add_request({5}, greedy(4), ignore));
+  EXPECT_THROW(engine.add_request({5}, greedy(4), ignore), Error);  // queue full
+}
+
+TEST(Engine, MaxTokensAndContextLimit) {
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  Engine engine(*model, tok, EngineOptions{.max_running = 1, .max_batch_tokens = 128},
+                std::make_unique<NgramProposer>(NgramOptions{1, 3, 8}));
+  const auto r = generate_one(engine, {5, 6, 5, 6, 5, 6}, greedy(7));
+  EXPECT_EQ(r.tokens.size(), 7u);
+  EXPECT_EQ(r.finish_reason, FinishReason::kLength);
+  // Context: 256 positions; a 250-token prompt leaves 6.
+  const auto r2 = generate_one(engine, std::vector<int32_t>(250, 9), greedy(100));
+  EXPECT_EQ(r2.tokens.size(), 6u);
+}
+
+}  // namespace
+}  // namespace dspark
