@@ -7,5 +7,6 @@
 namespace dspark::cli {
 
 void register_generate(CLI::App& app);
+void register_eval(CLI::App& app);
 
 }  // namespace dspark::cli

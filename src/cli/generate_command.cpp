@@ -1,5 +1,7 @@
 // dspark generate: one prompt in, streamed text out, then the numbers that matter
-// (prompt tokens, generated tokens, TTFT, decode tokens/s).
+// (prompt tokens, generated tokens, TTFT, decode tokens/s). With --speculator, the same
+// request also runs without speculation in the same process, and the two speeds are
+// reported side by side (plus, for greedy requests, whether the outputs are identical).
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -8,28 +10,22 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "core/check.h"
 #include "core/threads.h"
 #include "engine/engine.h"
-#include "model/kv_pool.h"
-#include "model/tokenizer.h"
-#include "model/transformer.h"
 
 namespace dspark::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model_dir;
+  ModelArgs model;
+  SpeculatorOptions speculator;
+  GenerationOptions gen;
   std::string prompt;
   std::string prompt_file;
-  std::string dtype = "bf16";
-  std::string kv_dtype = "f32";
-  int threads = 0;
-  int64_t max_model_len = 0;
-  int64_t prefill_chunk = 256;
   bool no_special_tokens = false;
   bool quiet = false;
-  GenerationOptions gen;
 };
 
 std::string read_file(const std::string& path) {
@@ -40,76 +36,78 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-void run_generate(const GenerateArgs& args) {
-  if (args.threads > 0) set_num_threads(args.threads);
-  const std::filesystem::path dir(args.model_dir);
-  DSPARK_CHECK(std::filesystem::is_directory(dir), "model directory '{}' does not exist", args.model_dir);
+void print_stats(const char* label, const GenerationResult& r) {
+  std::fprintf(stderr, "[dspark] %s: prompt tokens %lld | generated %zu | finish %s | TTFT %.1f ms | decode %.1f tokens/s\n",
+               label, static_cast<long long>(r.prompt_tokens), r.tokens.size(),
+               std::string(finish_reason_name(r.finish_reason)).c_str(), r.ttft_seconds * 1e3,
+               r.decode_tokens_per_second());
+}
+
+void run_generate(GenerateArgs& args) {
+  LoadedModel loaded = load_model(args.model, 1);
   const std::string prompt = args.prompt_file.empty() ? args.prompt : read_file(args.prompt_file);
-
-  TransformerOptions options;
-  options.compute = parse_dtype(args.dtype);
-  options.max_batch_tokens = std::max<int64_t>(args.prefill_chunk, 1);
-  options.max_sequences = 1;
-  options.max_model_len = args.max_model_len;
-  auto model = Transformer::load(dir, options);
-  const Tokenizer tokenizer = Tokenizer::from_dir(dir);
-
-  EngineOptions engine_options;
-  engine_options.max_running = 1;
-  engine_options.max_batch_tokens = options.max_batch_tokens;
-  engine_options.prefill_chunk = options.max_batch_tokens;
-  engine_options.kv_dtype = parse_dtype(args.kv_dtype);
-  Engine engine(*model, tokenizer, engine_options);
-
-  const std::vector<int32_t> prompt_ids = tokenizer.encode(prompt, !args.no_special_tokens);
+  const std::vector<int32_t> prompt_ids = loaded.tokenizer->encode(prompt, !args.no_special_tokens);
   DSPARK_CHECK(!prompt_ids.empty(), "the prompt is empty and the tokenizer adds no BOS token");
-  DSPARK_CHECK(static_cast<int64_t>(prompt_ids.size()) < model->max_model_len(),
+  DSPARK_CHECK(static_cast<int64_t>(prompt_ids.size()) < loaded.model->max_model_len(),
                "the prompt has {} tokens but the model's context is {} tokens", prompt_ids.size(),
-               model->max_model_len());
-
-  const GenerationResult result = generate_one(engine, prompt_ids, args.gen, [](std::string_view piece) {
+               loaded.model->max_model_len());
+  auto print_text = [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-  });
-  std::fputc('\n', stdout);
-  if (!args.quiet) {
-    const int64_t n = static_cast<int64_t>(result.tokens.size());
-    const double decode_s = result.total_seconds - result.ttft_seconds;
-    std::fprintf(stderr,
-                 "\n[dspark] prompt tokens: %lld | generated tokens: %lld | finish: %s\n"
-                 "[dspark] TTFT: %.1f ms | decode: %.1f tokens/s | total: %.2f s | threads: %d | dtype: %s\n",
-                 static_cast<long long>(result.prompt_tokens), static_cast<long long>(n),
-                 std::string(finish_reason_name(result.finish_reason)).c_str(), result.ttft_seconds * 1e3,
-                 n > 1 && decode_s > 0 ? (n - 1) / decode_s : 0.0, result.total_seconds, num_threads(),
-                 args.dtype.c_str());
+  };
+
+  args.speculator.max_running = 1;
+  args.speculator.compute = parse_dtype(args.model.dtype);
+  auto proposer = make_proposer(args.speculator, *loaded.model);
+  const bool speculative = proposer != nullptr;
+  Engine engine(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1), std::move(proposer));
+  Engine plain(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1));
+  if (speculative && !args.quiet) {
+    warm_up(engine, prompt_ids);
+    warm_up(plain, prompt_ids);
   }
+  const GenerationResult result = generate_one(engine, prompt_ids, args.gen, print_text);
+  std::fputc('\n', stdout);
+  if (args.quiet) return;
+
+  std::fprintf(stderr, "\n");
+  if (!speculative) {
+    print_stats("plain", result);
+    std::fprintf(stderr, "[dspark] threads %d | dtype %s | total %.2f s\n", num_threads(), args.model.dtype.c_str(),
+                 result.total_seconds);
+    return;
+  }
+  // The same request without speculation, measured in the same run.
+  const GenerationResult baseline = generate_one(plain, prompt_ids, args.gen);
+  const SpecDecodeMetrics& m = result.spec_metrics;
+  print_stats("speculative", result);
+  print_stats("plain      ", baseline);
+  std::fprintf(stderr, "[dspark] speculator %s, K=%d: tau %.3f (rounds with drafts %lld, draft tokens %lld, accepted %lld)\n",
+               args.speculator.speculator.c_str(), args.speculator.num_speculative_tokens, m.mean_acceptance_length(),
+               static_cast<long long>(m.num_drafts), static_cast<long long>(m.num_draft_tokens),
+               static_cast<long long>(m.num_accepted_tokens));
+  std::fprintf(stderr, "[dspark] acceptance per position: %s\n", format_position_rates(m).c_str());
+  const double speedup = baseline.decode_tokens_per_second() > 0
+                             ? result.decode_tokens_per_second() / baseline.decode_tokens_per_second()
+                             : 0.0;
+  std::fprintf(stderr, "[dspark] decode speedup over plain: %.2fx", speedup);
+  if (args.gen.sampling.greedy()) {
+    std::fprintf(stderr, " | greedy outputs identical: %s", result.tokens == baseline.tokens ? "yes" : "NO");
+  }
+  std::fprintf(stderr, "\n");
 }
 
 }  // namespace
 
 void register_generate(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
+  args->gen.sampling.temperature = 0.0f;
   CLI::App* cmd = app.add_subcommand("generate", "Generate a completion for one prompt and print speed statistics");
-  cmd->add_option("--model", args->model_dir, "Hugging Face model directory")->required();
+  add_model_options(cmd, args->model);
   auto* prompt_opt = cmd->add_option("--prompt", args->prompt, "Prompt text");
   cmd->add_option("--prompt-file", args->prompt_file, "Read the prompt from a file")->excludes(prompt_opt);
-  cmd->add_option("--max-tokens", args->gen.max_tokens, "Maximum generated tokens")->capture_default_str();
-  cmd->add_option("--temperature", args->gen.sampling.temperature, "Sampling temperature (0 = greedy)")
-      ->capture_default_str();
-  cmd->add_option("--top-k", args->gen.sampling.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
-  cmd->add_option("--top-p", args->gen.sampling.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
-  cmd->add_option("--min-p", args->gen.sampling.min_p, "Drop tokens below min-p x the top probability")
-      ->capture_default_str();
-  cmd->add_option("--repetition-penalty", args->gen.sampling.repetition_penalty, "Penalty for seen tokens (1 = off)")
-      ->capture_default_str();
-  cmd->add_option("--seed", args->gen.sampling.seed, "Random seed")->capture_default_str();
-  cmd->add_option("--stop", args->gen.stop, "Stop string (repeatable)");
-  cmd->add_flag("--ignore-eos", args->gen.ignore_eos, "Continue past the end-of-sequence token");
-  cmd->add_option("--dtype", args->dtype, "Compute dtype: bf16 or f32")->capture_default_str();
-  cmd->add_option("--kv-dtype", args->kv_dtype, "KV cache dtype: f32 or bf16")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "Threads (0 = OpenMP default)")->capture_default_str();
-  cmd->add_option("--max-model-len", args->max_model_len, "Context length (0 = the model's)")->capture_default_str();
-  cmd->add_option("--prefill-chunk", args->prefill_chunk, "Prompt tokens per forward pass")->capture_default_str();
+  add_generation_options(cmd, args->gen);
+  add_speculator_options(cmd, args->speculator);
   cmd->add_flag("--no-special-tokens", args->no_special_tokens, "Do not add BOS/EOS around the prompt");
   cmd->add_flag("--quiet", args->quiet, "Do not print statistics");
   cmd->callback([args] { run_generate(*args); });

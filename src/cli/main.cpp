@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   CLI::App app{"dspark: LLM inference and serving with DSpark speculative decoding"};
   app.require_subcommand(1);
   dspark::cli::register_generate(app);
+  dspark::cli::register_eval(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

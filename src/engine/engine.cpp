@@ -350,6 +350,7 @@ void Engine::finish(Request& r, FinishReason reason, RequestOutput& out) {
   out.finish_reason = reason;
   out.prompt_tokens = r.num_prompt_tokens;
   out.output_tokens = r.num_output_tokens();
+  out.spec_metrics = &r.spec_metrics;
 }
 
 void Engine::release(Request& r) {
@@ -376,6 +377,7 @@ GenerationResult generate_one(Engine& engine, std::vector<int32_t> prompt, const
       done = true;
       result.finish_reason = out.finish_reason;
       result.error = out.error;
+      if (out.spec_metrics) result.spec_metrics = *out.spec_metrics;
     }
   });
   while (!done && engine.step()) {

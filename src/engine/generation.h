@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/sampling.h"
+#include "spec/spec_metrics.h"
 
 namespace dspark {
 
@@ -32,6 +33,13 @@ struct GenerationResult {
   int64_t prompt_tokens = 0;
   double ttft_seconds = 0;              // arrival -> first generated token
   double total_seconds = 0;             // arrival -> finished
+  SpecDecodeMetrics spec_metrics;       // this request's drafts and acceptances
+
+  // Decode speed: tokens after the first, per second after the first.
+  double decode_tokens_per_second() const {
+    const double t = total_seconds - ttft_seconds;
+    return tokens.size() > 1 && t > 0 ? static_cast<double>(tokens.size() - 1) / t : 0.0;
+  }
 };
 
 }  // namespace dspark

@@ -35,6 +35,7 @@ struct RequestOutput {
   std::string error;                   // non-empty when the request failed
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;           // total so far
+  const SpecDecodeMetrics* spec_metrics = nullptr;  // the request's own counts; set when finished
 };
 
 using OutputCallback = std::function<void(const RequestOutput&)>;

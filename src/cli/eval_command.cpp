@@ -1,0 +1,149 @@
+// dspark eval: offline acceptance and speed per domain. Every prompt of a dataset runs
+// twice in the same process, alternating — once with the speculator, once without — so
+// the speedup is a ratio measured side by side. Prints per domain: mean acceptance
+// length tau, acceptance per position, decode tokens/s of both runs and their ratio, and
+// (greedy) whether every output was identical; optionally writes the table as JSON.
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/dataset.h"
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "core/check.h"
+#include "core/clock.h"
+#include "engine/engine.h"
+
+namespace dspark::cli {
+namespace {
+
+struct EvalArgs {
+  ModelArgs model;
+  SpeculatorOptions speculator;
+  GenerationOptions gen;
+  std::vector<std::string> datasets;
+  int64_t limit = 0;
+  std::string json_path;
+  bool no_baseline = false;
+};
+
+struct DomainStats {
+  int64_t prompts = 0;
+  int64_t mismatches = 0;
+  int64_t spec_tokens = 0, plain_tokens = 0;
+  double spec_decode_s = 0, plain_decode_s = 0;  // time after the first token
+  double spec_total_s = 0, plain_total_s = 0;
+  SpecDecodeMetrics metrics;
+
+  double spec_tps() const { return spec_decode_s > 0 ? spec_tokens / spec_decode_s : 0; }
+  double plain_tps() const { return plain_decode_s > 0 ? plain_tokens / plain_decode_s : 0; }
+};
+
+void add_run(const GenerationResult& r, int64_t& tokens, double& decode_s, double& total_s) {
+  tokens += r.tokens.size() > 1 ? static_cast<int64_t>(r.tokens.size()) - 1 : 0;
+  decode_s += r.total_seconds - r.ttft_seconds;
+  total_s += r.total_seconds;
+}
+
+void run_eval(EvalArgs& args) {
+  DSPARK_CHECK(!args.datasets.empty(), "give at least one --dataset");
+  LoadedModel loaded = load_model(args.model, 1);
+  args.speculator.max_running = 1;
+  args.speculator.compute = parse_dtype(args.model.dtype);
+  Engine spec(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1), make_proposer(args.speculator, *loaded.model));
+  Engine plain(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1));
+  const bool speculative = spec.proposer() != nullptr;
+
+  bool warmed_up = false;
+  std::vector<std::string> order;
+  std::map<std::string, DomainStats> domains;
+  for (const std::string& path : args.datasets) {
+    const std::vector<DatasetPrompt> prompts = load_dataset(path, args.limit);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const DatasetPrompt& p = prompts[i];
+      std::vector<int32_t> ids = loaded.tokenizer->encode(p.text, true);
+      if (static_cast<int64_t>(ids.size()) + args.gen.max_tokens > loaded.model->max_model_len()) {
+        std::fprintf(stderr, "[dspark] skipping %s/%s: prompt of %zu tokens does not leave room for %lld\n",
+                     p.domain.c_str(), p.id.c_str(), ids.size(), static_cast<long long>(args.gen.max_tokens));
+        continue;
+      }
+      if (!domains.contains(p.domain)) {
+        order.push_back(p.domain);
+        domains.emplace(p.domain, DomainStats{.metrics = SpecDecodeMetrics(args.speculator.num_speculative_tokens)});
+      }
+      if (!warmed_up) {
+        warm_up(spec, ids);
+        warm_up(plain, ids);
+        warmed_up = true;
+      }
+      DomainStats& d = domains[p.domain];
+      const GenerationResult s = generate_one(spec, ids, args.gen);
+      add_run(s, d.spec_tokens, d.spec_decode_s, d.spec_total_s);
+      d.metrics.merge(s.spec_metrics);
+      if (!args.no_baseline && speculative) {
+        const GenerationResult b = generate_one(plain, ids, args.gen);
+        add_run(b, d.plain_tokens, d.plain_decode_s, d.plain_total_s);
+        if (args.gen.sampling.greedy() && b.tokens != s.tokens) ++d.mismatches;
+      }
+      ++d.prompts;
+      std::fprintf(stderr, "\r[dspark] %s: %zu/%zu prompts, tau %.2f   ", p.domain.c_str(), i + 1, prompts.size(),
+                   d.metrics.mean_acceptance_length());
+    }
+  }
+  std::fprintf(stderr, "\n");
+
+  std::printf("%-14s %7s %6s %9s %9s %8s %9s  %s\n", "domain", "prompts", "tau", "spec t/s", "plain t/s", "speedup",
+              "identical", "acceptance per position");
+  nlohmann::json json = nlohmann::json::array();
+  SpecDecodeMetrics all(args.speculator.num_speculative_tokens);
+  for (const std::string& name : order) {
+    const DomainStats& d = domains[name];
+    all.merge(d.metrics);
+    const double speedup = d.plain_tps() > 0 ? d.spec_tps() / d.plain_tps() : 0;
+    const std::string identical =
+        !args.gen.sampling.greedy() || args.no_baseline ? "-" : (d.mismatches == 0 ? "yes" : std::to_string(d.mismatches) + " differ");
+    std::printf("%-14s %7lld %6.3f %9.1f %9.1f %7.2fx %9s  %s\n", name.c_str(), static_cast<long long>(d.prompts),
+                d.metrics.mean_acceptance_length(), d.spec_tps(), d.plain_tps(), speedup, identical.c_str(),
+                format_position_rates(d.metrics).c_str());
+    nlohmann::json per_position = nlohmann::json::array();
+    for (int32_t i = 0; i < d.metrics.max_positions(); ++i) per_position.push_back(d.metrics.position_acceptance_rate(i));
+    json.push_back({{"domain", name}, {"prompts", d.prompts}, {"tau", d.metrics.mean_acceptance_length()},
+                    {"num_drafts", d.metrics.num_drafts}, {"num_draft_tokens", d.metrics.num_draft_tokens},
+                    {"num_accepted_tokens", d.metrics.num_accepted_tokens}, {"acceptance_per_position", per_position},
+                    {"spec_decode_tokens_per_s", d.spec_tps()}, {"plain_decode_tokens_per_s", d.plain_tps()},
+                    {"speedup", speedup}, {"greedy_mismatches", d.mismatches},
+                    {"spec_total_s", d.spec_total_s}, {"plain_total_s", d.plain_total_s}});
+  }
+  std::printf("%-14s %7s %6.3f\n", "all", "", all.mean_acceptance_length());
+  if (!args.json_path.empty()) {
+    std::ofstream(args.json_path) << nlohmann::json{{"speculator", args.speculator.speculator},
+                                                    {"num_speculative_tokens", args.speculator.num_speculative_tokens},
+                                                    {"temperature", args.gen.sampling.temperature},
+                                                    {"max_tokens", args.gen.max_tokens},
+                                                    {"domains", json}}
+                                         .dump(2);
+  }
+}
+
+}  // namespace
+
+void register_eval(CLI::App& app) {
+  auto args = std::make_shared<EvalArgs>();
+  args->gen.sampling.temperature = 0.0f;
+  CLI::App* cmd = app.add_subcommand("eval", "Acceptance length and speedup per domain over dataset prompts");
+  add_model_options(cmd, args->model);
+  add_generation_options(cmd, args->gen);
+  add_speculator_options(cmd, args->speculator);
+  cmd->add_option("--dataset", args->datasets, "JSONL prompt file (repeatable)")->required();
+  cmd->add_option("--limit", args->limit, "Prompts per dataset (0 = all)")->capture_default_str();
+  cmd->add_option("--json", args->json_path, "Also write the table as JSON here");
+  cmd->add_flag("--no-baseline", args->no_baseline, "Skip the plain-decoding runs (no speedup column)");
+  cmd->callback([args] { run_eval(*args); });
+}
+
+}  // namespace dspark::cli

@@ -1,0 +1,86 @@
+#include "cli/model_options.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "core/threads.h"
+
+namespace dspark::cli {
+
+void add_model_options(CLI::App* cmd, ModelArgs& a) {
+  cmd->add_option("--model", a.model_dir, "Hugging Face model directory")->required();
+  cmd->add_option("--dtype", a.dtype, "Compute dtype: bf16 or f32")->capture_default_str();
+  cmd->add_option("--kv-dtype", a.kv_dtype, "KV cache dtype: f32 or bf16")->capture_default_str();
+  cmd->add_option("--threads", a.threads, "Threads (0 = OpenMP default)")->capture_default_str();
+  cmd->add_option("--max-model-len", a.max_model_len, "Context length (0 = the model's)")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", a.max_batch_tokens, "Tokens per forward pass (prefill chunk)")
+      ->capture_default_str();
+}
+
+void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
+  cmd->add_option("--max-tokens", g.max_tokens, "Maximum generated tokens")->capture_default_str();
+  cmd->add_option("--temperature", g.sampling.temperature, "Sampling temperature (0 = greedy)")->capture_default_str();
+  cmd->add_option("--top-k", g.sampling.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
+  cmd->add_option("--top-p", g.sampling.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
+  cmd->add_option("--min-p", g.sampling.min_p, "Drop tokens below min-p x the top probability")->capture_default_str();
+  cmd->add_option("--repetition-penalty", g.sampling.repetition_penalty, "Penalty for seen tokens (1 = off)")
+      ->capture_default_str();
+  cmd->add_option("--seed", g.sampling.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--stop", g.stop, "Stop string (repeatable)");
+  cmd->add_flag("--ignore-eos", g.ignore_eos, "Continue past the end-of-sequence token");
+}
+
+void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
+  cmd->add_option("--speculator", s.speculator, "\"ngram\" or a draft model directory");
+  cmd->add_option("--num-spec-tokens", s.num_speculative_tokens, "Draft tokens per verification round (K)")
+      ->capture_default_str();
+  cmd->add_option("--draft-p-min", s.draft_p_min, "Draft model: stop drafting below this probability")
+      ->capture_default_str();
+  cmd->add_option("--ngram-min", s.ngram_min, "N-gram: shortest tail matched")->capture_default_str();
+  cmd->add_option("--ngram-max", s.ngram_max, "N-gram: longest tail tried first")->capture_default_str();
+}
+
+LoadedModel load_model(const ModelArgs& a, int64_t max_sequences) {
+  if (a.threads > 0) set_num_threads(a.threads);
+  const std::filesystem::path dir(a.model_dir);
+  DSPARK_CHECK(std::filesystem::is_directory(dir), "model directory '{}' does not exist", a.model_dir);
+  TransformerOptions options;
+  options.compute = parse_dtype(a.dtype);
+  options.max_batch_tokens = a.max_batch_tokens;
+  options.max_sequences = max_sequences;
+  options.max_model_len = a.max_model_len;
+  LoadedModel loaded;
+  loaded.model = Transformer::load(dir, options);
+  loaded.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_dir(dir));
+  return loaded;
+}
+
+EngineOptions engine_options(const ModelArgs& a, int64_t max_running) {
+  EngineOptions e;
+  e.max_running = max_running;
+  e.max_batch_tokens = a.max_batch_tokens;
+  e.prefill_chunk = a.max_batch_tokens;
+  e.kv_dtype = parse_dtype(a.kv_dtype);
+  return e;
+}
+
+void warm_up(Engine& engine, const std::vector<int32_t>& prompt) {
+  GenerationOptions g;
+  g.max_tokens = 16;
+  g.sampling.temperature = 0;
+  g.ignore_eos = true;
+  generate_one(engine, prompt, g);
+}
+
+std::string format_position_rates(const SpecDecodeMetrics& m) {
+  std::string out;
+  for (int32_t i = 0; i < m.max_positions(); ++i) {
+    if (m.drafted_per_position[i] == 0) break;
+    out += fmt::format("{}{:.2f}", i ? " " : "", m.position_acceptance_rate(i));
+  }
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace dspark::cli

@@ -1,0 +1,50 @@
+// Options every model-running subcommand shares (model directory, dtypes, threads,
+// context, sampling, speculator), registered once and turned into loaded objects once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/engine.h"
+#include "engine/generation.h"
+#include "model/tokenizer.h"
+#include "model/transformer.h"
+#include "spec/proposer_factory.h"
+
+namespace dspark::cli {
+
+struct ModelArgs {
+  std::string model_dir;
+  std::string dtype = "bf16";      // matmul compute dtype
+  std::string kv_dtype = "f32";    // KV cache storage
+  int threads = 0;                 // 0 = OpenMP default
+  int64_t max_model_len = 0;       // 0 = the model's
+  int64_t max_batch_tokens = 256;  // tokens per forward (prefill chunk)
+};
+
+struct LoadedModel {
+  std::unique_ptr<Transformer> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+void add_model_options(CLI::App* cmd, ModelArgs& args);
+void add_generation_options(CLI::App* cmd, GenerationOptions& options);
+void add_speculator_options(CLI::App* cmd, SpeculatorOptions& options);
+
+// Applies the thread count, then loads model and tokenizer (clear errors for a missing
+// directory or unsupported model).
+LoadedModel load_model(const ModelArgs& args, int64_t max_sequences);
+EngineOptions engine_options(const ModelArgs& args, int64_t max_running);
+
+// Runs a short greedy request so that first-use costs (page faults on weights and KV,
+// lazily created kernels) do not land in a measurement.
+void warm_up(Engine& engine, const std::vector<int32_t>& prompt);
+
+// "0.61 0.40 0.22 ...": per-position acceptance rates as vLLM defines them (accepted at
+// position i / rounds with drafts).
+std::string format_position_rates(const SpecDecodeMetrics& metrics);
+
+}  // namespace dspark::cli
