@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <exception>
 
+#include <fmt/ranges.h>
+
 #include "core/check.h"
 #include "core/clock.h"
 
@@ -66,7 +68,13 @@ Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptio
   draft_requests_.reserve(options_.max_running);
   draft_results_.resize(options_.max_running);
   draft_owners_.reserve(options_.max_running);
+  committed_.reserve(options_.max_running);
   running_.reserve(options_.max_running);
+  if (proposer_ && proposer_->capabilities().needs_target_hidden_states) {
+    DSPARK_CHECK(model.options().capture_layers == proposer_->target_layers(),
+                 "the proposer needs the target's hidden states of layers [{}], but the target captures [{}]",
+                 fmt::join(proposer_->target_layers(), ", "), fmt::join(model.options().capture_layers, ", "));
+  }
 }
 
 Engine::~Engine() = default;
@@ -245,25 +253,42 @@ void Engine::run_forward_and_commit() {
   const ForwardResult result = model_.forward(ForwardBatch{batch_tokens_, batch_slices_, batch_logit_rows_}, kv_);
 
   const int64_t vocab = model_.config().vocab_size;
+  const bool observe = proposer_ && proposer_->capabilities().needs_target_hidden_states;
+  committed_.clear();
   int64_t logit_row = 0;
   for (const Scheduled& s : scheduled_) {
     Request& r = *s.request;
+    const int32_t start = static_cast<int32_t>(r.num_computed);
+    const int32_t slot = r.slot;
     const bool reaches_end = r.num_computed + s.num_real == static_cast<int64_t>(r.tokens.size());
     if (!reaches_end) {
       r.num_computed += s.num_real;  // a prefill chunk; nothing to sample yet
-      continue;
+    } else {
+      r.num_computed += s.num_real - 1;  // the anchor's KV is accounted for in commit()
+      try {
+        commit(r, result.logits + logit_row * vocab);
+      } catch (const std::exception& e) {
+        RequestOutput out;
+        out.error = e.what();
+        finish(r, FinishReason::kError, out);
+        r.on_output(out);
+      }
+      logit_row += s.num_drafts + 1;
     }
-    r.num_computed += s.num_real - 1;  // the anchor's KV is accounted for in commit()
-    try {
-      commit(r, result.logits + logit_row * vocab);
-    } catch (const std::exception& e) {
-      RequestOutput out;
-      out.error = e.what();
-      finish(r, FinishReason::kError, out);
-      r.on_output(out);
+    if (observe && r.state != RequestState::kFinished) {
+      // Rows of this request whose positions are now committed: the fed real tokens and
+      // the accepted drafts (num_computed has moved past exactly those).
+      CommittedHiddenStates c;
+      c.slot = slot;
+      c.start_position = start;
+      c.num_positions = static_cast<int32_t>(r.num_computed) - start;
+      c.hidden = result.hidden_layer(0) + static_cast<int64_t>(s.first_row) * model_.config().hidden_size;
+      c.layer_stride = result.hidden_stride;
+      c.hidden_size = model_.config().hidden_size;
+      committed_.push_back(c);
     }
-    logit_row += s.num_drafts + 1;
   }
+  if (!committed_.empty()) proposer_->observe(committed_);
   // Retire finished requests.
   for (auto it = running_.begin(); it != running_.end();) {
     if ((*it)->state == RequestState::kFinished) it = running_.erase(it);

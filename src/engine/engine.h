@@ -127,6 +127,7 @@ class Engine {
   std::vector<DraftRequest> draft_requests_;
   std::vector<Draft> draft_results_;
   std::vector<Request*> draft_owners_;
+  std::vector<CommittedHiddenStates> committed_;  // [max_running] for hidden-state proposers
 };
 
 // Runs one request to completion on an otherwise idle engine (the CLI's generate and

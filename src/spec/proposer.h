@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/rng.h"
 #include "kernels/sampling.h"
@@ -26,6 +27,20 @@ struct ProposerCapabilities {
   bool owns_kv_cache = false;               // keeps per-request KV (must see release())
   bool provides_draft_probs = false;        // q for the verifier; else one-hot drafts
   bool provides_confidence = false;         // per-position acceptance estimates c_j
+};
+
+// Target hidden states of one request's newly committed positions, handed to proposers
+// that need them (capabilities().needs_target_hidden_states) after every target forward:
+// prompt chunks as they are prefilled, and in a verification round the anchor plus the
+// accepted drafts. Rejected drafts' states are never shown. Positions arrive in order and
+// without gaps; after release(slot) a slot starts again from position 0.
+struct CommittedHiddenStates {
+  int32_t slot = 0;
+  int32_t start_position = 0;   // sequence position of the first row
+  int32_t num_positions = 0;    // rows
+  const float* hidden = nullptr;  // capture c, row i: hidden + c * layer_stride + i * hidden_size
+  int64_t layer_stride = 0;     // floats between two captured layers
+  int64_t hidden_size = 0;
 };
 
 // What a proposer sees of one request this step.
@@ -55,6 +70,11 @@ class Proposer {
   virtual void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) = 0;
   // The request in this slot ended (finished, cancelled, failed or preempted).
   virtual void release(int32_t slot) {}
+  // Target layers (decoder-layer indices, output of layer l) whose hidden states this
+  // proposer consumes; the target must be loaded with exactly these capture_layers.
+  virtual std::vector<int32_t> target_layers() const { return {}; }
+  // Newly committed positions' hidden states (only for needs_target_hidden_states).
+  virtual void observe(std::span<const CommittedHiddenStates> committed) {}
 };
 
 }  // namespace dspark

@@ -3,6 +3,7 @@
 // prefill, preemption under KV pressure and cancellation must not change a single token.
 #include "engine/engine.h"
 
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -14,6 +15,7 @@
 #include "model/tokenizer.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/ngram_proposer.h"
+#include "support/engine_runner.h"
 #include "support/tiny_models.h"
 
 namespace dspark {
@@ -181,6 +183,95 @@ TEST(Engine, DraftPMinStopsDraftingEarly) {
   EXPECT_EQ(run_all(engine, ps, greedy(12)), plain_reference(ps, 12));
   // A random draft model is never that sure: every round stops after its first draft.
   EXPECT_EQ(engine.spec_metrics().num_draft_tokens, engine.spec_metrics().num_drafts);
+}
+
+// Proposes random drafts (mostly rejected) and records the committed hidden states the
+// engine hands over, keyed by sequence position.
+class RecordingProposer final : public Proposer {
+ public:
+  explicit RecordingProposer(std::vector<int32_t> layers) : layers_(std::move(layers)), rng_(3) {}
+  ProposerCapabilities capabilities() const override { return {.needs_target_hidden_states = true}; }
+  int32_t num_speculative_tokens() const override { return 3; }
+  std::vector<int32_t> target_layers() const override { return layers_; }
+  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      auto& d = drafts_[requests[i].slot];
+      d.clear();
+      for (int32_t j = 0; j < requests[i].max_drafts; ++j) {
+        // Half the time repeat the last token (sometimes right), else random.
+        d.push_back(rng_.uniform() < 0.5 ? requests[i].tokens.back() : static_cast<int32_t>(rng_.next_u64() % 97));
+      }
+      drafts[i] = Draft{d, nullptr, nullptr};
+    }
+  }
+  void release(int32_t slot) override { ++releases_; }
+  void observe(std::span<const CommittedHiddenStates> committed) override {
+    for (const auto& c : committed) {
+      auto& rows = rows_[c.slot];
+      ASSERT_EQ(c.start_position, static_cast<int32_t>(rows.size())) << "positions must arrive in order, no gaps";
+      for (int32_t i = 0; i < c.num_positions; ++i) {
+        std::vector<float> row;
+        for (size_t l = 0; l < layers_.size(); ++l) {
+          const float* h = c.hidden + l * c.layer_stride + i * c.hidden_size;
+          row.insert(row.end(), h, h + c.hidden_size);
+        }
+        rows.push_back(std::move(row));
+      }
+    }
+  }
+  std::map<int32_t, std::vector<std::vector<float>>> rows_;  // slot -> position -> layers' rows
+  int releases_ = 0;
+
+ private:
+  std::vector<int32_t> layers_;
+  Rng rng_;
+  std::map<int32_t, std::vector<int32_t>> drafts_;
+};
+
+TEST(Engine, ProposerSeesExactlyTheCommittedHiddenStates) {
+  TransformerOptions o;
+  o.max_batch_tokens = 128;
+  o.max_sequences = 1;
+  o.capture_layers = {0, 1};
+  auto model = Transformer::load(models().target_dir, o);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  auto recording = std::make_unique<RecordingProposer>(std::vector<int32_t>{0, 1});
+  RecordingProposer* recorder = recording.get();
+  Engine engine(*model, tok, EngineOptions{.max_running = 1, .max_batch_tokens = 16, .prefill_chunk = 5},
+                std::move(recording));
+  const std::vector<int32_t> prompt = prompts(1)[0];
+  const GenerationResult r = generate_one(engine, prompt, greedy(20));
+  EXPECT_GT(engine.spec_metrics().num_drafts, 0);
+  EXPECT_LT(engine.spec_metrics().acceptance_rate(), 1.0);
+  EXPECT_EQ(recorder->releases_, 1);
+
+  // Reference: the whole final sequence in one forward; every committed position's hidden
+  // states must be bit-identical (batch invariance) to what the proposer was shown.
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), r.tokens.begin(), r.tokens.end());
+  all.pop_back();  // the last token never had its KV computed
+  testing::EngineRunner runner(*model);
+  runner.run(runner.add_sequence(), all, 128);
+  const ForwardResult& ref = runner.last_result();
+  const auto& rows = recorder->rows_[0];
+  // The round that finished the request is not shown (a finished request drafts no more).
+  ASSERT_LE(rows.size(), all.size());
+  ASSERT_GE(rows.size() + 4, all.size());
+  const int64_t h = model->config().hidden_size;
+  for (size_t pos = 0; pos < rows.size(); ++pos) {
+    for (size_t l = 0; l < 2; ++l) {
+      const float* expected = ref.hidden_layer(l) + pos * h;
+      EXPECT_EQ(0, std::memcmp(rows[pos].data() + l * h, expected, h * sizeof(float))) << "position " << pos;
+    }
+  }
+}
+
+TEST(Engine, HiddenStateProposerNeedsMatchingCaptureLayers) {
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  EXPECT_THROW(Engine(*model, tok, EngineOptions{.max_running = 1, .max_batch_tokens = 16},
+                      std::make_unique<RecordingProposer>(std::vector<int32_t>{1})),
+               Error);
 }
 
 TEST(Engine, CancelFreesBlocksAndFinishesRequest) {
