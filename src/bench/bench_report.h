@@ -1,0 +1,70 @@
+// What the load generator measures and how it is summarised (DESIGN §6, vLLM's
+// definitions): per request TTFT, end-to-end latency, output tokens and the gaps between
+// streamed chunks; per load level the median and p99 of TTFT and of
+// TPOT = (latency - TTFT) / (output_tokens - 1), the median inter-token latency (ITL, gaps
+// between token-carrying SSE chunks), output tokens/s and requests/s over the level's
+// wall time, and the mean acceptance length tau = 1 + Δaccepted / Δdrafts from the
+// server's Prometheus counters before and after the level.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dspark {
+
+struct RequestRecord {
+  bool ok = false;
+  std::string error;            // why it failed
+  double ttft = 0;              // seconds: send -> first chunk with text
+  double latency = 0;           // seconds: send -> end of the response
+  int64_t prompt_tokens = 0;    // from the usage block; 0 when the server sent none
+  int64_t output_tokens = 0;    // usage block, else the number of text chunks
+  std::vector<double> itl;      // seconds between consecutive text chunks
+};
+
+struct LevelResult {
+  std::string mode;             // "concurrency" or "rate"
+  double level = 0;             // workers, or requests per second
+  int64_t num_requests = 0;     // sent
+  int64_t num_failed = 0;
+  double duration_s = 0;        // first send -> last response
+  int64_t output_tokens = 0;    // of successful requests
+  double ttft_median_ms = 0, ttft_p99_ms = 0;
+  double tpot_median_ms = 0, tpot_p99_ms = 0;
+  double itl_median_ms = 0;
+  double output_tokens_per_s = 0;
+  double requests_per_s = 0;    // successful requests per second
+  std::optional<double> tau;    // when the server exposes speculative-decoding counters
+  std::string first_error;      // one failure message, for the report
+};
+
+// Linear interpolation between closest ranks (numpy's default); 0 for no values.
+double percentile(std::vector<double> values, double q);
+
+LevelResult summarize(const std::string& mode, double level, const std::vector<RequestRecord>& records,
+                      double duration_s);
+
+// Speculative-decoding counters scraped from a Prometheus text page.
+struct SpecCounters {
+  double drafts = 0;
+  double draft_tokens = 0;
+  double accepted_tokens = 0;
+};
+
+// Reads dspark's counters (dspark:spec_decode_num_drafts, ..._num_draft_tokens,
+// ..._num_accepted_tokens) or vLLM's (vllm:spec_decode_num_drafts_total, ...), summed over
+// label sets; nullopt when the page has none of them.
+std::optional<SpecCounters> parse_spec_counters(std::string_view prometheus_text);
+// 1 + Δaccepted / Δdrafts; nullopt without counters or without new drafts.
+std::optional<double> mean_acceptance_length(const std::optional<SpecCounters>& before,
+                                             const std::optional<SpecCounters>& after);
+
+std::string format_table(const std::vector<LevelResult>& levels);
+nlohmann::json to_json(const LevelResult& level);
+
+}  // namespace dspark

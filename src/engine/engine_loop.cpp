@@ -1,0 +1,259 @@
+#include "engine/engine_loop.h"
+
+#include <algorithm>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/threads.h"
+
+namespace dspark {
+namespace {
+
+EngineOptions with_queue_room(EngineOptions o, const EngineLoopOptions& loop) {
+  DSPARK_CHECK(loop.max_waiting >= 0, "max_waiting must be >= 0, got {}", loop.max_waiting);
+  // The loop enforces the queue limit itself; the engine's own must never refuse what the
+  // loop admitted (preemption can push running requests back into the engine's queue).
+  o.max_waiting = std::max(o.max_waiting, o.max_running + loop.max_waiting + 1);
+  return o;
+}
+
+}  // namespace
+
+EngineLoop::EngineLoop(Transformer& model, const Tokenizer& tokenizer, const EngineOptions& engine_options,
+                       std::unique_ptr<Proposer> proposer, EngineLoopOptions options)
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_(std::move(options)),
+      max_running_(engine_options.max_running),
+      has_speculator_(proposer != nullptr) {
+  engine_ = std::make_unique<Engine>(model, tokenizer, with_queue_room(engine_options, options_), std::move(proposer));
+  stats_.spec = engine_->spec_metrics();
+  stats_.engine = engine_->stats();
+  taken_.reserve(16);
+  live_.reserve(max_running_ + options_.max_waiting + 1);
+  thread_ = std::thread([this, threads = num_threads()] { run(threads); });
+}
+
+EngineLoop::~EngineLoop() { stop(); }
+
+std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options) {
+  options.validate();
+  DSPARK_CHECK(!prompt.empty(), "the prompt is empty (no tokens to condition on)");
+  DSPARK_CHECK(static_cast<int64_t>(prompt.size()) < model_.max_model_len(),
+               "the prompt has {} tokens; the context is {} tokens and at least one must be left to generate",
+               prompt.size(), model_.max_model_len());
+  const int64_t vocab = model_.config().vocab_size;
+  for (int32_t id : prompt) DSPARK_CHECK(id >= 0 && id < vocab, "prompt token id {} outside the vocabulary [0, {})", id, vocab);
+
+  std::shared_ptr<RequestStream> stream;
+  {
+    std::lock_guard lock(mu_);
+    if (!accepting_) throw ShuttingDownError("the server is shutting down and accepts no new requests");
+    if (in_flight_ >= max_running_ + options_.max_waiting) {
+      {
+        std::lock_guard stats_lock(stats_mu_);
+        ++stats_.num_rejected;
+      }
+      throw QueueFullError(fmt::format("the server is at capacity ({} running, {} waiting); retry later", max_running_,
+                                       options_.max_waiting));
+    }
+    stream = std::make_shared<RequestStream>(next_id_++, static_cast<int64_t>(prompt.size()), now_seconds());
+    ++in_flight_;
+    inbox_.push_back(Submission{stream, std::move(prompt), options});
+  }
+  wake_.notify_one();
+  return stream;
+}
+
+void EngineLoop::cancel(const std::shared_ptr<RequestStream>& stream) {
+  if (!stream || stream->finished()) return;
+  if (stream->cancel_requested_.exchange(true)) return;
+  {
+    std::lock_guard lock(mu_);
+    cancels_.push_back(stream);
+  }
+  wake_.notify_one();
+}
+
+void EngineLoop::pause() {
+  std::lock_guard lock(mu_);
+  paused_ = true;
+}
+
+void EngineLoop::resume() {
+  {
+    std::lock_guard lock(mu_);
+    paused_ = false;
+  }
+  wake_.notify_one();
+}
+
+void EngineLoop::stop_accepting() {
+  std::lock_guard lock(mu_);
+  accepting_ = false;
+}
+
+bool EngineLoop::drain(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return idle_.wait_for(lock, timeout, [&] { return in_flight_ == 0; });
+}
+
+void EngineLoop::stop() {
+  {
+    std::lock_guard lock(mu_);
+    accepting_ = false;
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineLoopStats EngineLoop::stats() const {
+  int64_t in_flight = 0;
+  {
+    std::lock_guard lock(mu_);
+    in_flight = in_flight_;
+  }
+  std::lock_guard lock(stats_mu_);
+  EngineLoopStats s = stats_;
+  s.in_flight = in_flight;  // current, even while the engine thread is paused
+  return s;
+}
+
+void EngineLoop::run(int omp_threads) {
+  set_num_threads(omp_threads);
+  bool cancelled_all = false;
+  while (true) {
+    bool stopping = false;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] {
+        return stopping_ || (!paused_ && (!live_.empty() || !inbox_.empty() || !cancels_.empty()));
+      });
+      stopping = stopping_;
+      if (stopping && inbox_.empty() && cancels_.empty() && live_.empty()) break;
+      std::swap(taken_, inbox_);
+      std::swap(taken_cancels_, cancels_);
+    }
+    for (Submission& s : taken_) {
+      if (stopping) s.stream->cancel_requested_ = true;
+      admit(s);
+    }
+    taken_.clear();
+    for (const auto& stream : taken_cancels_) {
+      if (stream->engine_id_ > 0) engine_->cancel(stream->engine_id_);
+    }
+    taken_cancels_.clear();
+    if (stopping && !cancelled_all) {
+      for (const auto& stream : live_) engine_->cancel(stream->engine_id_);
+      cancelled_all = true;
+    }
+
+    bool stepped = false;
+    try {
+      stepped = engine_->step();
+    } catch (const std::exception& e) {
+      fail_all(e.what());
+    }
+    publish_stats();
+    if (!stepped && !live_.empty()) {
+      // Work exists but nothing could be scheduled this step: wait a little for news
+      // instead of spinning.
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(1), [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); });
+    }
+  }
+  publish_stats();
+}
+
+void EngineLoop::admit(Submission& s) {
+  const std::shared_ptr<RequestStream>& stream = s.stream;
+  RequestOutput out;
+  out.prompt_tokens = static_cast<int64_t>(s.prompt.size());
+  if (stream->cancel_requested_) {
+    out.finished = true;
+    out.finish_reason = FinishReason::kCancelled;
+  } else {
+    try {
+      live_.push_back(stream);
+      stream->engine_id_ = engine_->add_request(std::move(s.prompt), s.options,
+                                                [this, stream](const RequestOutput& o) { on_output(stream, o); });
+      return;
+    } catch (const std::exception& e) {
+      live_.pop_back();
+      out.finished = true;
+      out.finish_reason = FinishReason::kError;
+      out.error = e.what();
+    }
+  }
+  // Never reached the engine: report and account for it here.
+  live_.push_back(stream);
+  on_output(stream, out);
+}
+
+void EngineLoop::on_output(const std::shared_ptr<RequestStream>& stream, const RequestOutput& out) {
+  auto it = std::find(live_.begin(), live_.end(), stream);
+  if (it == live_.end()) return;  // already finished (see fail_all)
+  if (!out.finished) {
+    stream->push(out);
+    return;
+  }
+  live_.erase(it);
+  // Account for the request before its client can see the end, so that whatever the
+  // client does next (read /metrics, submit again) sees it finished.
+  FinishedRequest done;
+  done.finish_reason = out.error.empty() ? out.finish_reason : FinishReason::kError;
+  done.prompt_tokens = out.prompt_tokens;
+  done.output_tokens = out.output_tokens;
+  done.timing = stream->timing();
+  done.timing.finish = now_seconds();
+  if (done.timing.first_token == 0 && !out.token_ids.empty()) done.timing.first_token = done.timing.finish;
+  {
+    std::lock_guard lock(stats_mu_);
+    ++stats_.finished[static_cast<size_t>(done.finish_reason)];
+    stats_.prompt_tokens += done.prompt_tokens;
+    stats_.generation_tokens += done.output_tokens;
+  }
+  if (options_.on_finished) options_.on_finished(done);
+  {
+    std::lock_guard lock(mu_);
+    --in_flight_;
+  }
+  publish_stats();
+  stream->push(out);
+  idle_.notify_all();
+}
+
+void EngineLoop::fail_all(const std::string& error) {
+  // Copy: on_output erases from live_.
+  const std::vector<std::shared_ptr<RequestStream>> victims = live_;
+  for (const auto& stream : victims) {
+    RequestOutput out;
+    out.finished = true;
+    out.finish_reason = FinishReason::kError;
+    out.error = error;
+    out.prompt_tokens = stream->prompt_tokens();
+    out.output_tokens = stream->output_tokens();
+    const int64_t id = stream->engine_id_;
+    on_output(stream, out);
+    // Frees its blocks at the next step; the cancellation's own report finds the stream
+    // gone from live_ and is dropped.
+    if (id > 0) engine_->cancel(id);
+  }
+}
+
+void EngineLoop::publish_stats() {
+  int64_t in_flight = 0;
+  {
+    std::lock_guard lock(mu_);
+    in_flight = in_flight_;
+  }
+  std::lock_guard lock(stats_mu_);
+  stats_.engine = engine_->stats();
+  stats_.spec = engine_->spec_metrics();
+  stats_.in_flight = in_flight;
+}
+
+}  // namespace dspark

@@ -1,0 +1,87 @@
+// Response-building half of openai_protocol.h.
+#include "server/openai_protocol.h"
+
+namespace dspark {
+namespace {
+
+using nlohmann::json;
+
+json null_or(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+json envelope(const ResponseContext& ctx, const char* object) {
+  return {{"id", ctx.id}, {"object", object}, {"created", ctx.created}, {"model", ctx.model}};
+}
+
+}  // namespace
+
+ApiError::ApiError(int status, std::string message, std::string type, std::string param, std::string code)
+    : status_(status), message_(std::move(message)), type_(std::move(type)), param_(std::move(param)),
+      code_(std::move(code)) {}
+
+json ApiError::body() const {
+  return {{"error", {{"message", message_}, {"type", type_}, {"param", null_or(param_)}, {"code", null_or(code_)}}}};
+}
+
+ApiError ApiError::bad_request(std::string message, std::string param, std::string code) {
+  return ApiError(400, std::move(message), "invalid_request_error", std::move(param), std::move(code));
+}
+
+ApiError ApiError::not_found(std::string message, std::string param, std::string code) {
+  return ApiError(404, std::move(message), "invalid_request_error", std::move(param), std::move(code));
+}
+
+json make_response(const ResponseContext& ctx, const std::string& text, FinishReason reason, const Usage& usage) {
+  const std::string finish(finish_reason_name(reason));
+  json choice;
+  json body;
+  if (ctx.endpoint == Endpoint::kChat) {
+    body = envelope(ctx, "chat.completion");
+    choice = {{"index", 0},
+              {"message", {{"role", "assistant"}, {"content", text}}},
+              {"logprobs", nullptr},
+              {"finish_reason", finish}};
+  } else {
+    body = envelope(ctx, "text_completion");
+    choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  }
+  body["choices"] = json::array({choice});
+  body["usage"] = usage_json(usage);
+  return body;
+}
+
+json make_chunk(const ResponseContext& ctx, const std::string& text, std::optional<FinishReason> reason, bool first) {
+  const json finish = reason ? json(std::string(finish_reason_name(*reason))) : json(nullptr);
+  json body;
+  json choice;
+  if (ctx.endpoint == Endpoint::kChat) {
+    body = envelope(ctx, "chat.completion.chunk");
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (!text.empty() || first) delta["content"] = text;
+    choice = {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  } else {
+    body = envelope(ctx, "text_completion");
+    choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  }
+  body["choices"] = json::array({choice});
+  return body;
+}
+
+json make_usage_chunk(const ResponseContext& ctx, const Usage& usage) {
+  json body = envelope(ctx, ctx.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
+  body["choices"] = json::array();
+  body["usage"] = usage_json(usage);
+  return body;
+}
+
+std::string dump_json(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string sse_event(const json& payload) { return "data: " + dump_json(payload) + "\n\n"; }
+
+}  // namespace dspark

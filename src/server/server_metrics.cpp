@@ -1,0 +1,70 @@
+#include "server/server_metrics.h"
+
+#include <string>
+
+namespace dspark {
+
+ServerMetrics::ServerMetrics()
+    : ttft_({0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+             20.0, 40.0, 80.0}),
+      tpot_({0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2,
+             0.3, 0.4, 0.5, 0.75, 1.0, 2.5}),
+      e2e_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 300.0,
+            600.0}) {}
+
+void ServerMetrics::observe(const FinishedRequest& r) {
+  if (r.finish_reason == FinishReason::kCancelled || r.finish_reason == FinishReason::kError) return;
+  const RequestTiming& t = r.timing;
+  if (t.finish == 0) return;
+  std::lock_guard lock(mu_);
+  e2e_.observe(t.finish - t.submit);
+  if (t.first_token > 0) {
+    ttft_.observe(t.first_token - t.submit);
+    if (r.output_tokens > 1) tpot_.observe((t.finish - t.first_token) / static_cast<double>(r.output_tokens - 1));
+  }
+}
+
+std::string ServerMetrics::render(const EngineLoopStats& s) const {
+  PrometheusWriter w;
+  w.counter("dspark:spec_decode_num_drafts", "Verification rounds with at least one draft token.",
+            static_cast<double>(s.spec.num_drafts));
+  w.counter("dspark:spec_decode_num_draft_tokens", "Draft tokens verified.", static_cast<double>(s.spec.num_draft_tokens));
+  w.counter("dspark:spec_decode_num_accepted_tokens", "Draft tokens accepted.",
+            static_cast<double>(s.spec.num_accepted_tokens));
+  w.family("dspark:spec_decode_num_accepted_tokens_per_pos", "Draft tokens accepted at each draft position.", "counter");
+  for (int32_t i = 0; i < s.spec.max_positions(); ++i) {
+    w.sample("dspark:spec_decode_num_accepted_tokens_per_pos", static_cast<double>(s.spec.accepted_per_position[i]),
+             {{"position", std::to_string(i)}});
+  }
+
+  w.gauge("dspark:num_requests_running", "Requests holding KV blocks.", static_cast<double>(s.engine.num_running));
+  w.gauge("dspark:num_requests_waiting", "Requests queued for admission (including not yet scheduled ones).",
+          static_cast<double>(std::max<int64_t>(s.in_flight - s.engine.num_running, 0)));
+  w.gauge("dspark:kv_cache_blocks_used", "KV cache blocks in use.", static_cast<double>(s.engine.kv_blocks_used));
+  w.gauge("dspark:kv_cache_blocks_total", "KV cache blocks in the pool.", static_cast<double>(s.engine.kv_blocks_total));
+  w.gauge("dspark:kv_cache_usage_perc", "Fraction of KV cache blocks in use.",
+          s.engine.kv_blocks_total > 0 ? static_cast<double>(s.engine.kv_blocks_used) / s.engine.kv_blocks_total : 0.0);
+  w.counter("dspark:num_preemptions", "Requests preempted (KV blocks freed, recomputed later).",
+            static_cast<double>(s.engine.num_preemptions));
+  w.counter("dspark:num_engine_steps", "Engine steps (target forward passes).", static_cast<double>(s.engine.num_steps));
+
+  w.family("dspark:num_requests_finished", "Finished requests by finish reason.", "counter");
+  const int64_t stops = s.finished[static_cast<size_t>(FinishReason::kStop)] + s.finished[static_cast<size_t>(FinishReason::kEos)];
+  w.sample("dspark:num_requests_finished", static_cast<double>(stops), {{"finished_reason", "stop"}});
+  for (FinishReason r : {FinishReason::kLength, FinishReason::kCancelled, FinishReason::kError}) {
+    w.sample("dspark:num_requests_finished", static_cast<double>(s.finished[static_cast<size_t>(r)]),
+             {{"finished_reason", std::string(finish_reason_name(r))}});
+  }
+  w.counter("dspark:num_requests_rejected", "Requests refused because the queue was full.",
+            static_cast<double>(s.num_rejected));
+  w.counter("dspark:prompt_tokens", "Prompt tokens of finished requests.", static_cast<double>(s.prompt_tokens));
+  w.counter("dspark:generation_tokens", "Generated tokens of finished requests.", static_cast<double>(s.generation_tokens));
+
+  std::lock_guard lock(mu_);
+  w.histogram("dspark:time_to_first_token_seconds", "Time from submission to the first generated token.", ttft_);
+  w.histogram("dspark:time_per_output_token_seconds", "Mean time per generated token after the first.", tpot_);
+  w.histogram("dspark:e2e_request_latency_seconds", "Time from submission to the end of the request.", e2e_);
+  return w.text();
+}
+
+}  // namespace dspark

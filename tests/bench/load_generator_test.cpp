@@ -1,0 +1,153 @@
+// The load generator: its SSE reader and statistics on synthetic input, then a small
+// run of every mode against a live test server.
+#include "bench/load_generator.h"
+
+#include <gtest/gtest.h>
+
+#include "bench/sse_parser.h"
+#include "core/check.h"
+#include "server/test_server.h"
+
+namespace dspark {
+namespace {
+
+std::vector<std::string> parse_in_pieces(const std::string& body, size_t piece) {
+  SseParser parser;
+  std::vector<std::string> events;
+  for (size_t i = 0; i < body.size(); i += piece) {
+    parser.feed(std::string_view(body).substr(i, piece), [&](std::string_view d) { events.emplace_back(d); });
+  }
+  return events;
+}
+
+TEST(SseParser, EventsSurviveAnySplit) {
+  const std::string body =
+      "data: {\"a\":1}\n\n"
+      ": keep-alive\n\n"
+      "data: one\r\ndata:two\r\n\r\n"
+      "event: ping\nid: 3\n\n"
+      "data: [DONE]\n\n";
+  const std::vector<std::string> expected = {"{\"a\":1}", "one\ntwo", "[DONE]"};
+  for (size_t piece : {1, 2, 3, 7, 1000}) EXPECT_EQ(parse_in_pieces(body, piece), expected) << piece;
+  EXPECT_TRUE(parse_in_pieces("data: unfinished\n", 4).empty());
+}
+
+TEST(BenchReport, PercentilesAndSummary) {
+  EXPECT_DOUBLE_EQ(percentile({3, 1, 2}, 50), 2);
+  EXPECT_DOUBLE_EQ(percentile({1, 2, 3, 4}, 50), 2.5);
+  EXPECT_DOUBLE_EQ(percentile({0, 10}, 99), 9.9);
+  EXPECT_DOUBLE_EQ(percentile({}, 50), 0);
+  std::vector<RequestRecord> records(3);
+  auto record = [](double ttft, double latency, int64_t tokens, std::vector<double> itl) {
+    RequestRecord r;
+    r.ok = true;
+    r.ttft = ttft;
+    r.latency = latency;
+    r.output_tokens = tokens;
+    r.itl = std::move(itl);
+    return r;
+  };
+  records[0] = record(0.1, 1.1, 11, {0.1, 0.1});
+  records[1] = record(0.3, 0.7, 5, {0.1, 0.2});
+  records[2].error = "HTTP 500";
+  const LevelResult r = summarize("concurrency", 2, records, 2.0);
+  EXPECT_EQ(r.num_requests, 3);
+  EXPECT_EQ(r.num_failed, 1);
+  EXPECT_EQ(r.first_error, "HTTP 500");
+  EXPECT_EQ(r.output_tokens, 16);
+  EXPECT_DOUBLE_EQ(r.ttft_median_ms, 200);
+  EXPECT_DOUBLE_EQ(r.tpot_median_ms, 100);  // both requests: 1.0 s / 10 and 0.4 s / 4
+  EXPECT_NEAR(r.itl_median_ms, 100, 1e-9);
+  EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 8);
+  EXPECT_DOUBLE_EQ(r.requests_per_s, 1);
+  EXPECT_NE(format_table({r}).find("concurrency 2"), std::string::npos);
+  EXPECT_EQ(to_json(r)["tau"], nullptr);
+}
+
+LoadOptions options_for(const testing::TestServer& server) {
+  LoadOptions o;
+  o.url = server.url();
+  o.max_tokens = 12;
+  o.ignore_eos = true;
+  o.timeout_s = 30;
+  return o;
+}
+
+const std::vector<std::string> kPrompts = {"The cat sat on the mat. The cat sat on the mat. The cat",
+                                           "Once upon a time", "Lily and Ben", "One day"};
+
+TEST(LoadGenerator, ClosedAndOpenLoopAgainstALiveServer) {
+  testing::TestServerOptions so;
+  so.speculator = "ngram";
+  so.max_running = 4;
+  testing::TestServer server(so);
+  LoadGenerator gen(options_for(server), kPrompts);
+  gen.resolve_model();
+  EXPECT_EQ(gen.options().model, "stories");
+  ASSERT_TRUE(gen.warm_up().ok);
+
+  const auto before = gen.scrape_spec_counters();
+  ASSERT_TRUE(before.has_value());
+  const LevelResult closed = gen.run_closed_loop(2, 6);
+  EXPECT_EQ(closed.num_requests, 6);
+  EXPECT_EQ(closed.num_failed, 0) << closed.first_error;
+  EXPECT_EQ(closed.output_tokens, 6 * 12);  // from the usage blocks
+  EXPECT_GT(closed.ttft_median_ms, 0);
+  EXPECT_GT(closed.tpot_median_ms, 0);
+  EXPECT_GT(closed.output_tokens_per_s, 0);
+  EXPECT_GT(closed.requests_per_s, 0);
+  const auto after = gen.scrape_spec_counters();
+  if (after->drafts > before->drafts) {
+    ASSERT_TRUE(closed.tau.has_value());
+    EXPECT_GE(*closed.tau, 1.0);
+  }
+
+  const LevelResult open = gen.run_open_loop(200, 5);
+  EXPECT_EQ(open.num_failed, 0) << open.first_error;
+  EXPECT_EQ(open.output_tokens, 5 * 12);
+  EXPECT_EQ(open.mode, "rate");
+
+  LoadOptions chat = options_for(server);
+  chat.endpoint = "chat";
+  chat.url = server.url() + "/v1/";
+  LoadGenerator chat_gen(chat, kPrompts);
+  chat_gen.resolve_model();
+  const LevelResult chat_level = chat_gen.run_closed_loop(3, 3);
+  EXPECT_EQ(chat_level.num_failed, 0) << chat_level.first_error;
+  EXPECT_EQ(chat_level.output_tokens, 3 * 12);
+}
+
+TEST(LoadGenerator, NoSpeculatorMeansNoTau) {
+  testing::TestServer server;
+  LoadGenerator gen(options_for(server), kPrompts);
+  gen.resolve_model();
+  const LevelResult r = gen.run_closed_loop(1, 2);
+  EXPECT_EQ(r.num_failed, 0);
+  EXPECT_FALSE(r.tau.has_value());
+}
+
+TEST(LoadGenerator, FailuresAreRecordedNotThrown) {
+  testing::TestServer server;
+  LoadOptions o = options_for(server);
+  o.model = "not-served";  // 404 for every request
+  LoadGenerator gen(o, kPrompts);
+  const LevelResult r = gen.run_closed_loop(2, 3);
+  EXPECT_EQ(r.num_failed, 3);
+  EXPECT_NE(r.first_error.find("404"), std::string::npos);
+
+  const int port = server.port();
+  server.shutdown(std::chrono::milliseconds(0));
+  LoadOptions gone;
+  gone.url = "http://127.0.0.1:" + std::to_string(port);
+  gone.timeout_s = 5;
+  LoadGenerator unreachable(gone, kPrompts);
+  EXPECT_THROW(unreachable.resolve_model(), Error);
+  EXPECT_FALSE(unreachable.send("hi").ok);
+  LoadOptions no_scheme;
+  no_scheme.url = "localhost:8000";
+  EXPECT_THROW(LoadGenerator(no_scheme, kPrompts), Error);
+  EXPECT_THROW(LoadGenerator(gone, {}), Error);
+}
+
+}  // namespace
+}  // namespace dspark

@@ -1,0 +1,160 @@
+// EngineLoop on stories260K: requests submitted from many threads produce exactly the
+// offline outputs; cancellation frees KV blocks; the queue limit refuses the excess;
+// shutdown cancels what is left and joins; invalid requests are refused at submit.
+#include "engine/engine_loop.h"
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "server/test_server.h"
+#include "spec/ngram_proposer.h"
+
+namespace dspark {
+namespace {
+
+using testing::OfflineReference;
+using testing::greedy_options;
+
+struct Stories {
+  std::unique_ptr<Transformer> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  Stories(int64_t max_sequences = 8) {
+    TransformerOptions o;
+    o.compute = DType::kF32;
+    o.max_sequences = max_sequences;
+    o.max_batch_tokens = 128;
+    model = Transformer::load(testing::stories_dir(), o);
+    tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_dir(testing::stories_dir()));
+  }
+};
+
+EngineOptions engine_options(int64_t max_running) {
+  EngineOptions e;
+  e.max_running = max_running;
+  e.max_batch_tokens = 128;
+  e.prefill_chunk = 128;
+  return e;
+}
+
+// Drains a stream; returns (text, tokens, final update).
+struct Collected {
+  std::string text;
+  std::vector<int32_t> tokens;
+  StreamUpdate last;
+};
+
+Collected collect(RequestStream& stream) {
+  Collected c;
+  StreamUpdate u;
+  for (int i = 0; i < 2000; ++i) {  // at most 100 s
+    if (!stream.next(u, std::chrono::milliseconds(50))) continue;
+    c.text += u.text;
+    c.tokens.insert(c.tokens.end(), u.token_ids.begin(), u.token_ids.end());
+    if (u.finished) {
+      c.last = u;
+      return c;
+    }
+  }
+  ADD_FAILURE() << "stream did not finish";
+  return c;
+}
+
+const std::vector<std::string> kPrompts = {"Once upon a time", "The cat sat", "Lily and Ben went to the park",
+                                           "One day, a little bird", "Tom had a red ball", "The sun was hot",
+                                           "Mom said", "A big dog"};
+
+TEST(EngineLoop, ConcurrentSubmittersGetOfflineOutputs) {
+  Stories s;
+  OfflineReference offline;
+  std::vector<GenerationResult> expected;
+  for (const auto& p : kPrompts) expected.push_back(offline.run(offline.encode(p), greedy_options(40)));
+
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(4), std::make_unique<NgramProposer>(NgramOptions{1, 3, 4}),
+                  EngineLoopOptions{.max_waiting = 16});
+  std::vector<Collected> got(kPrompts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto stream = loop.submit(s.tokenizer->encode(kPrompts[i], true), greedy_options(40));
+      got[i] = collect(*stream);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, expected[i].tokens) << kPrompts[i];
+    EXPECT_EQ(got[i].text, expected[i].text) << kPrompts[i];
+    EXPECT_EQ(got[i].last.finish_reason, expected[i].finish_reason);
+    EXPECT_EQ(got[i].last.output_tokens, static_cast<int64_t>(expected[i].tokens.size()));
+  }
+  ASSERT_TRUE(loop.drain(std::chrono::milliseconds(1000)));
+  const EngineLoopStats stats = loop.stats();
+  EXPECT_EQ(stats.engine.kv_blocks_used, 0);
+  EXPECT_EQ(stats.in_flight, 0);
+  EXPECT_GT(stats.spec.num_drafts, 0);
+}
+
+TEST(EngineLoop, CancelFreesBlocksAndFinishesTheStream) {
+  Stories s;
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(2), nullptr);
+  GenerationOptions g = greedy_options(400);
+  g.ignore_eos = true;
+  auto stream = loop.submit(s.tokenizer->encode("Once upon a time", true), g);
+  StreamUpdate u;
+  while (u.token_ids.empty()) stream->next(u, std::chrono::milliseconds(50));  // it is running
+  loop.cancel(stream);
+  loop.cancel(stream);  // twice is harmless
+  const Collected rest = collect(*stream);
+  EXPECT_EQ(rest.last.finish_reason, FinishReason::kCancelled);
+  EXPECT_LT(rest.last.output_tokens, 400);
+  ASSERT_TRUE(loop.drain(std::chrono::milliseconds(1000)));
+  EXPECT_EQ(loop.stats().engine.kv_blocks_used, 0);
+  EXPECT_EQ(loop.stats().finished[static_cast<size_t>(FinishReason::kCancelled)], 1);
+}
+
+TEST(EngineLoop, QueueLimitRefusesTheExcess) {
+  Stories s;
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(1), nullptr, EngineLoopOptions{.max_waiting = 1});
+  loop.pause();  // nothing runs: the two admitted requests stay in flight
+  const auto prompt = s.tokenizer->encode("Hello", true);
+  auto a = loop.submit(prompt, greedy_options(5));
+  auto b = loop.submit(prompt, greedy_options(5));
+  EXPECT_THROW(loop.submit(prompt, greedy_options(5)), QueueFullError);
+  EXPECT_EQ(loop.stats().num_rejected, 1);
+  // A cancelled queued request is reported without reaching the engine.
+  loop.cancel(b);
+  loop.resume();
+  EXPECT_EQ(collect(*a).last.finish_reason, FinishReason::kLength);
+  EXPECT_EQ(collect(*b).last.finish_reason, FinishReason::kCancelled);
+  ASSERT_TRUE(loop.drain(std::chrono::milliseconds(1000)));
+  EXPECT_NO_THROW(loop.submit(prompt, greedy_options(2)));  // room again
+}
+
+TEST(EngineLoop, InvalidRequestsAreRefusedAtSubmit) {
+  Stories s;
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(1), nullptr);
+  EXPECT_THROW(loop.submit({}, greedy_options(5)), Error);
+  EXPECT_THROW(loop.submit(std::vector<int32_t>(512, 5), greedy_options(5)), Error);  // no room in the context
+  EXPECT_THROW(loop.submit({1, 600}, greedy_options(5)), Error);                      // outside the vocabulary
+  GenerationOptions bad = greedy_options(5);
+  bad.sampling.top_p = 0;
+  EXPECT_THROW(loop.submit({1}, bad), Error);
+  EXPECT_EQ(loop.stats().in_flight, 0);
+}
+
+TEST(EngineLoop, StopCancelsInFlightAndRefusesNewRequests) {
+  Stories s;
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(2), nullptr, EngineLoopOptions{.max_waiting = 4});
+  loop.pause();
+  auto a = loop.submit(s.tokenizer->encode("Once", true), greedy_options(50));
+  auto b = loop.submit(s.tokenizer->encode("Twice", true), greedy_options(50));
+  EXPECT_FALSE(loop.drain(std::chrono::milliseconds(20)));  // paused: nothing finishes
+  loop.stop();
+  EXPECT_EQ(collect(*a).last.finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(collect(*b).last.finish_reason, FinishReason::kCancelled);
+  EXPECT_THROW(loop.submit({1}, greedy_options(5)), ShuttingDownError);
+  EXPECT_EQ(loop.stats().engine.kv_blocks_used, 0);
+}
+
+}  // namespace
+}  // namespace dspark
