@@ -52,12 +52,14 @@ void add_run(const GenerationResult& r, int64_t& tokens, double& decode_s, doubl
 
 void run_eval(EvalArgs& args) {
   DSPARK_CHECK(!args.datasets.empty(), "give at least one --dataset");
-  LoadedModel loaded = load_model(args.model, 1);
   args.speculator.max_running = 1;
   args.speculator.compute = parse_dtype(args.model.dtype);
+  args.speculator.target_model_dir = args.model.model_dir;
+  LoadedModel loaded = load_model(args.model, 1, speculator_capture_layers(args.speculator));
   Engine spec(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1), make_proposer(args.speculator, *loaded.model));
   Engine plain(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1));
   const bool speculative = spec.proposer() != nullptr;
+  const int32_t num_spec_tokens = speculative ? spec.proposer()->num_speculative_tokens() : 0;
 
   bool warmed_up = false;
   std::vector<std::string> order;
@@ -74,7 +76,7 @@ void run_eval(EvalArgs& args) {
       }
       if (!domains.contains(p.domain)) {
         order.push_back(p.domain);
-        domains.emplace(p.domain, DomainStats{.metrics = SpecDecodeMetrics(args.speculator.num_speculative_tokens)});
+        domains.emplace(p.domain, DomainStats{.metrics = SpecDecodeMetrics(num_spec_tokens)});
       }
       if (!warmed_up) {
         warm_up(spec, ids);
@@ -100,7 +102,7 @@ void run_eval(EvalArgs& args) {
   std::printf("%-14s %7s %6s %9s %9s %8s %9s  %s\n", "domain", "prompts", "tau", "spec t/s", "plain t/s", "speedup",
               "identical", "acceptance per position");
   nlohmann::json json = nlohmann::json::array();
-  SpecDecodeMetrics all(args.speculator.num_speculative_tokens);
+  SpecDecodeMetrics all(num_spec_tokens);
   for (const std::string& name : order) {
     const DomainStats& d = domains[name];
     all.merge(d.metrics);
@@ -122,7 +124,7 @@ void run_eval(EvalArgs& args) {
   std::printf("%-14s %7s %6.3f\n", "all", "", all.mean_acceptance_length());
   if (!args.json_path.empty()) {
     std::ofstream(args.json_path) << nlohmann::json{{"speculator", args.speculator.speculator},
-                                                    {"num_speculative_tokens", args.speculator.num_speculative_tokens},
+                                                    {"num_speculative_tokens", num_spec_tokens},
                                                     {"temperature", args.gen.sampling.temperature},
                                                     {"max_tokens", args.gen.max_tokens},
                                                     {"domains", json}}

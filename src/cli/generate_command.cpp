@@ -44,7 +44,10 @@ void print_stats(const char* label, const GenerationResult& r) {
 }
 
 void run_generate(GenerateArgs& args) {
-  LoadedModel loaded = load_model(args.model, 1);
+  args.speculator.max_running = 1;
+  args.speculator.compute = parse_dtype(args.model.dtype);
+  args.speculator.target_model_dir = args.model.model_dir;
+  LoadedModel loaded = load_model(args.model, 1, speculator_capture_layers(args.speculator));
   const std::string prompt = args.prompt_file.empty() ? args.prompt : read_file(args.prompt_file);
   const std::vector<int32_t> prompt_ids = loaded.tokenizer->encode(prompt, !args.no_special_tokens);
   DSPARK_CHECK(!prompt_ids.empty(), "the prompt is empty and the tokenizer adds no BOS token");
@@ -56,8 +59,6 @@ void run_generate(GenerateArgs& args) {
     std::fflush(stdout);
   };
 
-  args.speculator.max_running = 1;
-  args.speculator.compute = parse_dtype(args.model.dtype);
   auto proposer = make_proposer(args.speculator, *loaded.model);
   const bool speculative = proposer != nullptr;
   Engine engine(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1), std::move(proposer));
@@ -83,7 +84,7 @@ void run_generate(GenerateArgs& args) {
   print_stats("speculative", result);
   print_stats("plain      ", baseline);
   std::fprintf(stderr, "[dspark] speculator %s, K=%d: tau %.3f (rounds with drafts %lld, draft tokens %lld, accepted %lld)\n",
-               args.speculator.speculator.c_str(), args.speculator.num_speculative_tokens, m.mean_acceptance_length(),
+               args.speculator.speculator.c_str(), engine.proposer()->num_speculative_tokens(), m.mean_acceptance_length(),
                static_cast<long long>(m.num_drafts), static_cast<long long>(m.num_draft_tokens),
                static_cast<long long>(m.num_accepted_tokens));
   std::fprintf(stderr, "[dspark] acceptance per position: %s\n", format_position_rates(m).c_str());

@@ -33,8 +33,10 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
 }
 
 void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
-  cmd->add_option("--speculator", s.speculator, "\"ngram\" or a draft model directory");
-  cmd->add_option("--num-spec-tokens", s.num_speculative_tokens, "Draft tokens per verification round (K)")
+  cmd->add_option("--speculator", s.speculator,
+                  "\"ngram\", a draft model directory, or a DSpark/DFlash drafter directory (speculators layout)");
+  cmd->add_option("--num-spec-tokens", s.num_speculative_tokens,
+                  "Draft tokens per verification round (K; 0 = 5, or a drafter's own block)")
       ->capture_default_str();
   cmd->add_option("--draft-p-min", s.draft_p_min, "Draft model: stop drafting below this probability")
       ->capture_default_str();
@@ -42,7 +44,7 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
   cmd->add_option("--ngram-max", s.ngram_max, "N-gram: longest tail tried first")->capture_default_str();
 }
 
-LoadedModel load_model(const ModelArgs& a, int64_t max_sequences) {
+LoadedModel load_model(const ModelArgs& a, int64_t max_sequences, std::vector<int32_t> capture_layers) {
   if (a.threads > 0) set_num_threads(a.threads);
   const std::filesystem::path dir(a.model_dir);
   DSPARK_CHECK(std::filesystem::is_directory(dir), "model directory '{}' does not exist", a.model_dir);
@@ -51,6 +53,7 @@ LoadedModel load_model(const ModelArgs& a, int64_t max_sequences) {
   options.max_batch_tokens = a.max_batch_tokens;
   options.max_sequences = max_sequences;
   options.max_model_len = a.max_model_len;
+  options.capture_layers = std::move(capture_layers);
   LoadedModel loaded;
   loaded.model = Transformer::load(dir, options);
   loaded.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_dir(dir));

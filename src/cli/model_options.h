@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -35,8 +36,9 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& options);
 void add_speculator_options(CLI::App* cmd, SpeculatorOptions& options);
 
 // Applies the thread count, then loads model and tokenizer (clear errors for a missing
-// directory or unsupported model).
-LoadedModel load_model(const ModelArgs& args, int64_t max_sequences);
+// directory or unsupported model). capture_layers: target layers whose hidden states every
+// forward returns (a block drafter's, from speculator_capture_layers()).
+LoadedModel load_model(const ModelArgs& args, int64_t max_sequences, std::vector<int32_t> capture_layers = {});
 EngineOptions engine_options(const ModelArgs& args, int64_t max_running);
 
 // Runs a short greedy request so that first-use costs (page faults on weights and KV,

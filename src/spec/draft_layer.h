@@ -1,0 +1,82 @@
+// One decoder layer of a block drafter (DFlash / DSpark backbone). A normal pre-norm
+// Llama/Qwen3 layer whose attention takes queries from the block only and keys/values from
+// the target context AND the block, through the same k/v projections:
+//
+//   context (committed positions, once):  K = rope(k_norm?(k_proj(ctx))), V = v_proj(ctx)
+//                                          written to this layer's paged KV at their slots
+//   block:  q,k,v = qkv(input_norm(x)); q/k norms; RoPE at the block positions; block K/V
+//           written to scratch slots right after the context; every block query attends
+//           to context + whole block (non-causal: num_keys = context + block length);
+//           x += o_proj(attn); x += down(silu(gate(n)) * up(n)), n = post_norm(x)
+//
+// ctx is RMSNorm_h(fc(concat of the target's hidden states)): it does not pass through
+// input_layernorm (as in the reference DFlash/DSpark attention). Weights are pre-packed
+// once; no allocation per call.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/linear.h"
+#include "kernels/rope.h"
+#include "model/config.h"
+#include "model/decoder_layer.h"
+#include "model/safetensors.h"
+
+namespace dspark {
+
+// Buffers shared by all draft layers, sized once.
+struct DraftLayerWorkspace {
+  std::vector<float> normed;   // [max_block_rows, hidden]
+  std::vector<float> qkv;      // [max_block_rows, q + 2 kv]
+  std::vector<float> q;        // [max_block_rows, q]
+  std::vector<float> k;        // [max(max_block_rows, max_context_rows), kv]
+  std::vector<float> v;        // [max(max_block_rows, max_context_rows), kv]
+  std::vector<float> attn;     // [max_block_rows, q]
+  std::vector<float> proj;     // [max_block_rows, hidden]
+  std::vector<float> gate_up;  // [max_block_rows, 2 intermediate]
+  std::vector<float> act;      // [max_block_rows, intermediate]
+  std::vector<float> ctx_kv;   // [max_context_rows, 2 kv]
+
+  DraftLayerWorkspace(const ModelConfig& config, int64_t max_block_rows, int64_t max_context_rows);
+};
+
+class DraftLayer {
+ public:
+  // Reads layers.{index}.* from the drafter's store. block_rows / context_rows: the most
+  // rows either path is called with.
+  DraftLayer(const ModelConfig& config, const WeightStore& weights, int64_t index, DType compute,
+             int64_t max_block_rows, int64_t max_context_rows);
+
+  // ctx: [n, hidden]; positions, slots: [n]. Writes the context's K/V into kv.
+  void write_context(const float* ctx, int64_t n, const int32_t* positions, const int64_t* slots,
+                     const RopeTable& rope, const KvLayerView& kv, DraftLayerWorkspace& ws);
+
+  // x: [step.num_tokens, hidden], the block residual stream, updated in place. step.slots
+  // are the block's scratch slots and step.num_keys the visible keys of every query.
+  void forward_block(float* x, const LayerStepContext& step, const KvLayerView& kv, DraftLayerWorkspace& ws);
+
+  size_t weight_bytes() const;
+
+ private:
+  void project_kv_heads(float* k, int64_t n, const int32_t* positions, const RopeTable& rope) const;
+
+  int64_t hidden_;
+  int64_t num_heads_;
+  int64_t num_kv_heads_;
+  int64_t head_dim_;
+  int64_t intermediate_;
+  float eps_;
+  std::vector<float> input_norm_;  // [hidden]
+  std::vector<float> post_norm_;   // [hidden]
+  std::vector<float> q_norm_;      // [head_dim] (qwen3), else empty
+  std::vector<float> k_norm_;      // [head_dim] (qwen3), else empty
+  Linear qkv_;                     // [q + 2 kv, hidden]: the block
+  Linear kv_;                      // [2 kv, hidden]: the context (same k/v weights)
+  Linear o_;                       // [hidden, q]
+  Linear gate_up_;                 // [2 intermediate, hidden]
+  Linear down_;                    // [hidden, intermediate]
+};
+
+}  // namespace dspark

@@ -1,0 +1,333 @@
+#include "spec/drafter_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+
+namespace dspark {
+
+using nlohmann::json;
+
+namespace {
+
+std::string describe(const json& value) {
+  std::string text = value.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return fmt::format("{} {}", value.type_name(), text);
+}
+
+// Strict typed access to one JSON object's fields; null counts as absent (Hugging Face
+// writes null for unset optional fields). `prefix` qualifies nested names in messages.
+class Reader {
+ public:
+  Reader(const json& object, const std::string& source, std::string prefix = "")
+      : object_(object), source_(source), prefix_(std::move(prefix)) {
+    DSPARK_CHECK(object.is_object(), "{}: {} must be a JSON object, got {}", source,
+                 prefix_.empty() ? std::string("the config") : "field '" + prefix_.substr(0, prefix_.size() - 1) + "'",
+                 describe(object));
+  }
+
+  const json* find(std::string_view key) const {
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  std::string name(std::string_view key) const { return prefix_ + std::string(key); }
+
+  const json& require(std::string_view key, std::string_view what) const {
+    const json* v = find(key);
+    DSPARK_CHECK(v, "{}: missing required field '{}' ({})", source_, name(key), what);
+    return *v;
+  }
+  int64_t integer(std::string_view key) const { return as_integer(require(key, "an integer"), key); }
+  int64_t integer(std::string_view key, int64_t fallback) const {
+    const json* v = find(key);
+    return v ? as_integer(*v, key) : fallback;
+  }
+  int64_t as_integer(const json& v, std::string_view key) const {
+    DSPARK_CHECK(v.is_number_integer(), "{}: field '{}' must be an integer, got {}", source_, name(key),
+                 describe(v));
+    DSPARK_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{INT32_MAX},
+                 "{}: field '{}' is out of range: {}", source_, name(key), v.dump());
+    const int64_t value = v.get<int64_t>();
+    DSPARK_CHECK(value >= INT32_MIN && value <= INT32_MAX, "{}: field '{}' is out of range: {}", source_,
+                 name(key), value);
+    return value;
+  }
+  bool boolean(std::string_view key, bool fallback) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    DSPARK_CHECK(v->is_boolean(), "{}: field '{}' must be true or false, got {}", source_, name(key),
+                 describe(*v));
+    return v->get<bool>();
+  }
+  std::optional<std::string> string(std::string_view key) const {
+    const json* v = find(key);
+    if (!v) return std::nullopt;
+    DSPARK_CHECK(v->is_string(), "{}: field '{}' must be a string, got {}", source_, name(key), describe(*v));
+    return v->get<std::string>();
+  }
+  std::vector<std::string> strings(std::string_view key) const {
+    const json* v = find(key);
+    if (!v) return {};
+    DSPARK_CHECK(v->is_array(), "{}: field '{}' must be a list of strings, got {}", source_, name(key),
+                 describe(*v));
+    std::vector<std::string> out;
+    for (const json& item : *v) {
+      DSPARK_CHECK(item.is_string(), "{}: field '{}' must be a list of strings, got {}", source_, name(key),
+                   describe(*v));
+      out.push_back(item.get<std::string>());
+    }
+    return out;
+  }
+  std::vector<int32_t> integers(std::string_view key) const {
+    const json& v = require(key, "a list of integers");
+    DSPARK_CHECK(v.is_array(), "{}: field '{}' must be a list of integers, got {}", source_, name(key),
+                 describe(v));
+    std::vector<int32_t> out;
+    for (const json& item : v) out.push_back(static_cast<int32_t>(as_integer(item, key)));
+    return out;
+  }
+  std::vector<float> numbers(std::string_view key) const {
+    const json* v = find(key);
+    if (!v) return {};
+    DSPARK_CHECK(v->is_array(), "{}: field '{}' must be a list of numbers, got {}", source_, name(key),
+                 describe(*v));
+    std::vector<float> out;
+    for (const json& item : *v) {
+      DSPARK_CHECK(item.is_number(), "{}: field '{}' must be a list of numbers, got {}", source_, name(key),
+                   describe(*v));
+      out.push_back(static_cast<float>(item.get<double>()));
+    }
+    return out;
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  const json& object_;
+  const std::string& source_;
+  std::string prefix_;
+};
+
+std::string_view kind_name(DrafterKind kind) { return kind == DrafterKind::kDSpark ? "dspark" : "dflash"; }
+
+DrafterKind parse_kind(const Reader& r) {
+  const std::optional<std::string> type = r.string("speculators_model_type");
+  DSPARK_CHECK(type, "{}: missing required field 'speculators_model_type' (\"dspark\" or \"dflash\")", r.source());
+  if (*type == "dspark") return DrafterKind::kDSpark;
+  if (*type == "dflash") return DrafterKind::kDFlash;
+  DSPARK_FAIL("{}: speculators_model_type '{}' is not a block drafter this engine runs (supported: dspark, dflash)",
+              r.source(), *type);
+}
+
+// Architecture names that identify each kind.
+std::optional<DrafterKind> kind_of_architecture(const std::string& name) {
+  if (name == "DSparkDraftModel" || name == "DSparkSpeculator") return DrafterKind::kDSpark;
+  if (name == "DFlashDraftModel" || name == "DFlashSpeculator") return DrafterKind::kDFlash;
+  return std::nullopt;
+}
+
+// Writes a float as its shortest decimal form, which reads back to the same float.
+double float_for_json(float value) { return std::strtod(fmt::format("{}", value).c_str(), nullptr); }
+
+void parse_speculators_config(const json& object, DrafterConfig& c, const std::string& source) {
+  const Reader r(object, source, "speculators_config.");
+  if (const auto algorithm = r.string("algorithm")) {
+    DSPARK_CHECK(*algorithm == kind_name(c.kind),
+                 "{}: speculators_config.algorithm '{}' disagrees with speculators_model_type '{}'", source,
+                 *algorithm, kind_name(c.kind));
+  }
+  const std::string method = r.string("default_proposal_method").value_or("greedy");
+  const json* methods = r.find("proposal_methods");
+  c.speculative_tokens = c.num_drafts();
+  if (methods) {
+    DSPARK_CHECK(methods->is_array(), "{}: field 'speculators_config.proposal_methods' must be a list, got {}",
+                 source, describe(*methods));
+    bool found = false;
+    for (const json& m : *methods) {
+      const Reader mr(m, source, "speculators_config.proposal_methods[].");
+      const std::optional<std::string> type = mr.string("proposal_type");
+      DSPARK_CHECK(type, "{}: a speculators_config.proposal_methods entry has no 'proposal_type'", source);
+      if (*type != method) continue;
+      found = true;
+      c.speculative_tokens = static_cast<int32_t>(mr.integer("speculative_tokens", c.num_drafts()));
+    }
+    DSPARK_CHECK(found || methods->empty(),
+                 "{}: speculators_config.default_proposal_method '{}' is not among proposal_methods", source, method);
+  }
+  DSPARK_CHECK(method == "greedy", "{}: speculators_config.default_proposal_method '{}' is not supported (only greedy)",
+               source, method);
+  if (const json* verifier = r.find("verifier")) {
+    const Reader vr(*verifier, source, "speculators_config.verifier.");
+    c.verifier_name_or_path = vr.string("name_or_path").value_or("");
+    c.verifier_architectures = vr.strings("architectures");
+  }
+}
+
+}  // namespace
+
+int32_t aux_layer_id_to_capture_layer(int32_t aux_layer_id) { return aux_layer_id - 1; }
+int32_t capture_layer_to_aux_layer_id(int32_t capture_layer) { return capture_layer + 1; }
+
+std::vector<int32_t> DrafterConfig::capture_layers() const {
+  std::vector<int32_t> out;
+  out.reserve(aux_hidden_state_layer_ids.size());
+  for (int32_t id : aux_hidden_state_layer_ids) out.push_back(aux_layer_id_to_capture_layer(id));
+  return out;
+}
+
+float DrafterConfig::confidence_temperature(int32_t j) const {
+  return j < static_cast<int32_t>(confidence_temperatures.size()) ? confidence_temperatures[j] : 1.0f;
+}
+
+DrafterConfig DrafterConfig::from_json(const json& root, const std::string& source) {
+  const Reader r(root, source);
+  DrafterConfig c;
+  c.kind = parse_kind(r);
+  const std::vector<std::string> architectures = r.strings("architectures");
+  c.architecture = c.kind == DrafterKind::kDSpark ? "DSparkDraftModel" : "DFlashDraftModel";
+  if (!architectures.empty()) {
+    const std::optional<DrafterKind> k = kind_of_architecture(architectures.front());
+    DSPARK_CHECK(k, "{}: architectures '{}' is not a supported drafter (DSparkDraftModel, DFlashDraftModel)", source,
+                 architectures.front());
+    DSPARK_CHECK(*k == c.kind, "{}: architectures '{}' disagrees with speculators_model_type '{}'", source,
+                 architectures.front(), kind_name(c.kind));
+    c.architecture = architectures.front();
+  }
+  c.layer = ModelConfig::from_json(r.require("transformer_layer_config", "the draft layers' config"),
+                                   source + " (transformer_layer_config)");
+  c.block_size = static_cast<int32_t>(r.integer("block_size"));
+  c.aux_hidden_state_layer_ids = r.integers("aux_hidden_state_layer_ids");
+  c.mask_token_id = static_cast<int32_t>(r.integer("mask_token_id"));
+  c.target_hidden_size = r.integer("target_hidden_size", c.layer.hidden_size);
+  c.draft_vocab_size = r.integer("draft_vocab_size", c.layer.vocab_size);
+  c.sample_from_anchor = r.boolean("sample_from_anchor", c.kind == DrafterKind::kDSpark);
+  c.markov_rank = r.integer("markov_rank", 0);
+  c.markov_head_type = r.string("markov_head_type").value_or("vanilla");
+  c.enable_confidence_head = r.boolean("enable_confidence_head", false);
+  c.confidence_head_with_markov = c.enable_confidence_head && r.boolean("confidence_head_with_markov", false);
+  c.confidence_temperatures = r.numbers("confidence_temperatures");
+  DSPARK_CHECK(c.block_size >= 1, "{}: field 'block_size' must be positive, got {}", source, c.block_size);
+  c.speculative_tokens = c.num_drafts();
+  if (const json* sc = r.find("speculators_config")) parse_speculators_config(*sc, c, source);
+  c.validate(source);
+  return c;
+}
+
+DrafterConfig DrafterConfig::from_file(const std::filesystem::path& path) {
+  const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "config.json" : path;
+  std::ifstream in(file);
+  DSPARK_CHECK(in, "cannot read drafter config {}: file not found or unreadable", file.string());
+  json root;
+  try {
+    root = json::parse(in);
+  } catch (const json::exception& e) {
+    DSPARK_FAIL("{}: invalid JSON: {}", file.string(), e.what());
+  }
+  return from_json(root, file.string());
+}
+
+void DrafterConfig::validate(const std::string& source) const {
+  DSPARK_CHECK(block_size >= 1, "{}: field 'block_size' must be positive, got {}", source, block_size);
+  DSPARK_CHECK(num_drafts() >= 1, "{}: block_size {} leaves no draft position (the anchor slot does not predict)",
+               source, block_size);
+  DSPARK_CHECK(!aux_hidden_state_layer_ids.empty(), "{}: field 'aux_hidden_state_layer_ids' is empty", source);
+  std::set<int32_t> seen;
+  for (int32_t id : aux_hidden_state_layer_ids) {
+    DSPARK_CHECK(id >= 1,
+                 "{}: aux_hidden_state_layer_ids entry {} is not supported: ids count decoder layers (id k = output "
+                 "of decoder layer k-1, 1-based), and 0 (the embeddings) is not captured",
+                 source, id);
+    DSPARK_CHECK(seen.insert(id).second, "{}: aux_hidden_state_layer_ids repeats {}", source, id);
+  }
+  DSPARK_CHECK(mask_token_id >= 0, "{}: field 'mask_token_id' must be >= 0, got {}", source, mask_token_id);
+  DSPARK_CHECK(target_hidden_size > 0, "{}: field 'target_hidden_size' must be positive, got {}", source,
+               target_hidden_size);
+  DSPARK_CHECK(draft_vocab_size > 0, "{}: field 'draft_vocab_size' must be positive, got {}", source,
+               draft_vocab_size);
+  DSPARK_CHECK(markov_rank >= 0, "{}: field 'markov_rank' must be >= 0, got {}", source, markov_rank);
+  DSPARK_CHECK(markov_rank == 0 || markov_head_type == "vanilla",
+               "{}: markov_head_type '{}' is not supported (only vanilla)", source, markov_head_type);
+  DSPARK_CHECK(!confidence_head_with_markov || enable_confidence_head,
+               "{}: confidence_head_with_markov is set but enable_confidence_head is false", source);
+  DSPARK_CHECK(!confidence_head_with_markov || markov_rank > 0,
+               "{}: confidence_head_with_markov needs a Markov head, but markov_rank is 0", source);
+  DSPARK_CHECK(confidence_temperatures.empty() || static_cast<int32_t>(confidence_temperatures.size()) == num_drafts(),
+               "{}: field 'confidence_temperatures' has {} entries; the drafter makes {} drafts per block", source,
+               confidence_temperatures.size(), num_drafts());
+  for (float t : confidence_temperatures) {
+    DSPARK_CHECK(std::isfinite(t) && t > 0, "{}: confidence_temperatures entry {} must be a positive number", source,
+                 t);
+  }
+  DSPARK_CHECK(confidence_temperatures.empty() || enable_confidence_head,
+               "{}: confidence_temperatures given but enable_confidence_head is false", source);
+  DSPARK_CHECK(speculative_tokens >= 1 && speculative_tokens <= num_drafts(),
+               "{}: speculators_config speculative_tokens {} must be within 1..{} (the drafts of one block)", source,
+               speculative_tokens, num_drafts());
+}
+
+void DrafterConfig::validate_for_target(const ModelConfig& target, const std::string& source) const {
+  DSPARK_CHECK(target_hidden_size == target.hidden_size,
+               "{}: target_hidden_size is {} but the target's hidden_size is {}", source, target_hidden_size,
+               target.hidden_size);
+  DSPARK_CHECK(layer.vocab_size == target.vocab_size,
+               "{}: transformer_layer_config.vocab_size is {} but the target's vocab_size is {}", source,
+               layer.vocab_size, target.vocab_size);
+  DSPARK_CHECK(draft_vocab_size == target.vocab_size,
+               "{}: draft_vocab_size is {} but the target's vocab_size is {} (reduced draft vocabularies are not "
+               "supported)",
+               source, draft_vocab_size, target.vocab_size);
+  for (int32_t id : aux_hidden_state_layer_ids) {
+    DSPARK_CHECK(id >= 1 && id <= target.num_hidden_layers,
+                 "{}: aux_hidden_state_layer_ids entry {} is outside 1..{} (the target has {} decoder layers; id k "
+                 "is the output of decoder layer k-1)",
+                 source, id, target.num_hidden_layers, target.num_hidden_layers);
+  }
+  DSPARK_CHECK(mask_token_id < target.vocab_size,
+               "{}: mask_token_id is {} but the target's vocabulary has {} tokens (ids 0..{})", source, mask_token_id,
+               target.vocab_size, target.vocab_size - 1);
+}
+
+json DrafterConfig::to_json() const {
+  validate("DrafterConfig::to_json");
+  json j;
+  j["architectures"] = json::array({architecture});
+  j["speculators_model_type"] = std::string(kind_name(kind));
+  j["transformer_layer_config"] = layer.to_json();
+  j["block_size"] = block_size;
+  j["aux_hidden_state_layer_ids"] = aux_hidden_state_layer_ids;
+  j["mask_token_id"] = mask_token_id;
+  j["target_hidden_size"] = target_hidden_size;
+  j["draft_vocab_size"] = draft_vocab_size;
+  j["sample_from_anchor"] = sample_from_anchor;
+  j["markov_rank"] = markov_rank;
+  j["markov_head_type"] = markov_head_type;
+  j["enable_confidence_head"] = enable_confidence_head;
+  j["confidence_head_with_markov"] = confidence_head_with_markov;
+  if (!confidence_temperatures.empty()) {
+    json temps = json::array();
+    for (float t : confidence_temperatures) temps.push_back(float_for_json(t));
+    j["confidence_temperatures"] = temps;
+  }
+  j["speculators_config"] = {
+      {"algorithm", std::string(kind_name(kind))},
+      {"proposal_methods", json::array({{{"proposal_type", "greedy"}, {"speculative_tokens", speculative_tokens}}})},
+      {"default_proposal_method", "greedy"},
+      {"verifier", {{"name_or_path", verifier_name_or_path}, {"architectures", verifier_architectures}}}};
+  return j;
+}
+
+bool is_drafter_directory(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / "config.json";
+  if (!std::filesystem::is_regular_file(file)) return false;
+  std::ifstream in(file);
+  const json root = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return root.is_object() && root.contains("speculators_model_type");
+}
+
+}  // namespace dspark

@@ -1,0 +1,395 @@
+#include "spec/dspark_proposer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/check.h"
+#include "kernels/norm.h"
+#include "model/rope_frequencies.h"
+#include "spec/drafter_tensors.h"
+
+namespace dspark {
+namespace {
+
+bool shares_embedding(const WeightStore& drafter) { return !drafter.contains("embed_tokens.weight"); }
+bool shares_lm_head(const WeightStore& drafter) { return !drafter.contains("lm_head.weight"); }
+
+// Everything about the drafter directory that can be checked before loading: the config
+// against the target, the presence of every tensor the config implies, and the absence of
+// tensors that would mean the config does not describe these weights.
+const DrafterConfig& check_drafter(const DrafterConfig& c, const WeightStore& drafter, const ModelConfig& target,
+                                   const DSparkProposerOptions& options) {
+  options.validate();
+  const std::string source = (drafter.dir() / "config.json").string();
+  c.validate(source);
+  c.validate_for_target(target, source);
+  for (const DrafterTensor& t : drafter_tensors(c)) {
+    if (!drafter.contains(t.name)) {
+      DSPARK_CHECK(t.optional, "drafter {} has no tensor '{}' (shape {}), which its config requires",
+                   drafter.dir().string(), t.name, format_shape(t.shape));
+      continue;
+    }
+    const TensorInfo& info = drafter.get(t.name);
+    DSPARK_CHECK(info.shape == t.shape, "drafter {}: tensor '{}' has shape {} but the config implies {}",
+                 drafter.dir().string(), t.name, format_shape(info.shape), format_shape(t.shape));
+  }
+  for (const std::string& name : drafter.names()) {
+    DSPARK_CHECK(c.markov_rank > 0 || !name.starts_with("markov_head."),
+                 "drafter {} has tensor '{}' but its config has markov_rank 0", drafter.dir().string(), name);
+    DSPARK_CHECK(c.enable_confidence_head || !name.starts_with("confidence_head."),
+                 "drafter {} has tensor '{}' but its config has enable_confidence_head false", drafter.dir().string(),
+                 name);
+    DSPARK_CHECK(name != "d2t" && name != "t2d",
+                 "drafter {} maps a reduced draft vocabulary ('{}'), which is not supported", drafter.dir().string(),
+                 name);
+  }
+  if (shares_embedding(drafter) || shares_lm_head(drafter)) {
+    DSPARK_CHECK(c.layer.hidden_size == target.hidden_size,
+                 "{}: transformer_layer_config.hidden_size is {} but the target's hidden_size is {}; a drafter that "
+                 "shares the target's embeddings / LM head must have the target's width",
+                 source, c.layer.hidden_size, target.hidden_size);
+  }
+  const int32_t k = options.num_speculative_tokens > 0 ? options.num_speculative_tokens : c.speculative_tokens;
+  DSPARK_CHECK(k <= c.num_drafts(), "{} drafts per round were asked for, but the drafter {} makes {} per block", k,
+               drafter.dir().string(), c.num_drafts());
+  return c;
+}
+
+std::vector<float> load_embedding(const WeightStore& drafter, const WeightStore& target, const ModelConfig& tc,
+                                  int64_t hidden) {
+  const int64_t shape[2] = {tc.vocab_size, hidden};
+  if (!shares_embedding(drafter)) return drafter.load_f32("embed_tokens.weight", shape);
+  return target.load_f32("model.embed_tokens.weight", shape);
+}
+
+std::vector<float> load_lm_head(const WeightStore& drafter, const WeightStore& target, const ModelConfig& tc,
+                                int64_t hidden) {
+  const int64_t shape[2] = {tc.vocab_size, hidden};
+  if (!shares_lm_head(drafter)) return drafter.load_f32("lm_head.weight", shape);
+  if (tc.tie_word_embeddings && !target.contains("lm_head.weight")) {
+    return target.load_f32("model.embed_tokens.weight", shape);
+  }
+  return target.load_f32("lm_head.weight", shape);
+}
+
+std::vector<float> load_vector(const WeightStore& store, const std::string& name, int64_t n) {
+  const int64_t shape[1] = {n};
+  return store.load_f32(name, shape);
+}
+
+KvPoolOptions kv_options(const DSparkProposerOptions& o, int64_t block) {
+  KvPoolOptions kv;
+  kv.block_size = o.kv_block_size;
+  kv.num_blocks = o.max_running * ((o.max_model_len + block + o.kv_block_size - 1) / o.kv_block_size + 1);
+  kv.dtype = o.kv_dtype;
+  return kv;
+}
+
+int64_t slot_of(const BlockTable& blocks, int64_t position, int64_t block_size) {
+  return static_cast<int64_t>(blocks.data()[position / block_size]) * block_size + position % block_size;
+}
+
+}  // namespace
+
+void DSparkProposerOptions::validate() const {
+  DSPARK_CHECK(num_speculative_tokens >= 0, "num_speculative_tokens must be >= 0, got {}", num_speculative_tokens);
+  DSPARK_CHECK(max_running >= 1, "max_running must be >= 1, got {}", max_running);
+  DSPARK_CHECK(max_model_len >= 1, "max_model_len must be >= 1, got {}", max_model_len);
+  DSPARK_CHECK(max_context_rows >= 1, "max_context_rows must be >= 1, got {}", max_context_rows);
+  DSPARK_CHECK(kv_block_size >= 1, "kv_block_size must be >= 1, got {}", kv_block_size);
+  DSPARK_CHECK(compute == DType::kBF16 || compute == DType::kF32, "compute dtype must be bf16 or f32, got {}",
+               dtype_name(compute));
+}
+
+DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter, const WeightStore& target,
+                               const ModelConfig& target_config, const DSparkProposerOptions& options)
+    : config_((check_drafter(config, drafter, target_config, options), std::move(config))),
+      options_(options),
+      num_speculative_tokens_(options.num_speculative_tokens > 0 ? options.num_speculative_tokens
+                                                                 : config_.speculative_tokens),
+      block_(config_.block_size),
+      hidden_(config_.layer.hidden_size),
+      vocab_(config_.layer.vocab_size),
+      fc_in_(static_cast<int64_t>(config_.aux_hidden_state_layer_ids.size()) * config_.target_hidden_size),
+      max_block_rows_(options.max_running * block_),
+      fc_([&] {
+        const int64_t shape[2] = {hidden_, fc_in_};
+        return Linear(drafter.load_f32("fc.weight", shape), hidden_, fc_in_, {},
+                      LinearOptions{options_.compute, options_.max_context_rows});
+      }()),
+      hidden_norm_(load_vector(drafter, "hidden_norm.weight", hidden_)),
+      final_norm_(load_vector(drafter, "norm.weight", hidden_)),
+      lm_head_(load_lm_head(drafter, target, target_config, hidden_), vocab_, hidden_, {},
+               LinearOptions{options_.compute, max_block_rows_}),
+      heads_(config_, drafter, options_.compute, options_.max_running),
+      rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + block_),
+      kv_(config_.layer, kv_options(options_, block_)),
+      allocator_(kv_.num_blocks()),
+      logits_processor_(vocab_),
+      workspace_(config_.layer, max_block_rows_, options_.max_context_rows),
+      slots_(options_.max_running),
+      ctx_in_(options_.max_context_rows * fc_in_),
+      ctx_(options_.max_context_rows * hidden_),
+      ctx_positions_(options_.max_context_rows),
+      ctx_slots_(options_.max_context_rows),
+      x_(max_block_rows_ * hidden_),
+      positions_(max_block_rows_),
+      seq_of_row_(max_block_rows_),
+      num_keys_(max_block_rows_),
+      row_slots_(max_block_rows_),
+      block_tables_(options_.max_running),
+      lm_in_(max_block_rows_ * hidden_),
+      logits_(max_block_rows_ * vocab_),
+      base_logits_(options_.keep_base_logits ? max_block_rows_ * vocab_ : 0),
+      active_of_request_(options_.max_running, -1),
+      markov_prev_(options_.max_running),
+      markov_rows_(options_.max_running) {
+  const std::vector<float> embedding = load_embedding(drafter, target, target_config, hidden_);
+  if (options_.compute == DType::kF32) {
+    embed_f32_ = embedding;
+  } else {
+    embed_bf16_.resize(embedding.size());
+    convert_f32_to_bf16(embedding.data(), embed_bf16_.data(), embedding.size());
+  }
+  layers_.reserve(config_.layer.num_hidden_layers);
+  for (int64_t l = 0; l < config_.layer.num_hidden_layers; ++l) {
+    layers_.emplace_back(config_.layer, drafter, l, options_.compute, max_block_rows_, options_.max_context_rows);
+  }
+  const int32_t num_drafts = config_.num_drafts();
+  for (SlotState& s : slots_) {
+    s.drafts.reserve(num_drafts);
+    s.probs.resize(static_cast<size_t>(num_drafts) * vocab_);
+    s.confidence.resize(num_drafts);
+    s.confidence_logits.resize(num_drafts);
+  }
+  active_.reserve(options_.max_running);
+  history_.reserve(options_.max_model_len + block_);
+}
+
+DSparkProposer::~DSparkProposer() = default;
+
+std::unique_ptr<DSparkProposer> DSparkProposer::load(const std::filesystem::path& drafter_dir,
+                                                     const std::filesystem::path& target_dir,
+                                                     const DSparkProposerOptions& options) {
+  DSPARK_CHECK(std::filesystem::is_directory(drafter_dir), "drafter directory {} does not exist", drafter_dir.string());
+  DSPARK_CHECK(std::filesystem::is_directory(target_dir), "target directory {} does not exist", target_dir.string());
+  DrafterConfig config = DrafterConfig::from_file(drafter_dir);
+  const ModelConfig target_config = ModelConfig::from_file(target_dir);
+  const WeightStore drafter(drafter_dir);
+  const WeightStore target(target_dir);
+  return std::make_unique<DSparkProposer>(std::move(config), drafter, target, target_config, options);
+}
+
+ProposerCapabilities DSparkProposer::capabilities() const {
+  ProposerCapabilities c;
+  c.needs_target_hidden_states = true;
+  c.owns_kv_cache = true;
+  c.provides_draft_probs = true;
+  c.provides_confidence = heads_.has_confidence();
+  return c;
+}
+
+size_t DSparkProposer::weight_bytes() const {
+  size_t total = fc_.weight_bytes() + lm_head_.weight_bytes();
+  for (const DraftLayer& l : layers_) total += l.weight_bytes();
+  if (heads_.has_markov()) total += static_cast<size_t>(vocab_) * config_.markov_rank * dtype_size(options_.compute);
+  return total;
+}
+
+void DSparkProposer::release(int32_t slot) {
+  SlotState& s = slots_[slot];
+  s.blocks.release_all(allocator_);
+  s.num_observed = 0;
+  s.drafts.clear();
+}
+
+void DSparkProposer::embed(int32_t token, float* out) const {
+  const int64_t row = static_cast<int64_t>(token) * hidden_;
+  if (!embed_f32_.empty()) {
+    std::memcpy(out, embed_f32_.data() + row, hidden_ * sizeof(float));
+  } else {
+    convert_to_f32(embed_bf16_.data() + row, DType::kBF16, out, hidden_);
+  }
+}
+
+void DSparkProposer::observe(std::span<const CommittedHiddenStates> committed) {
+  const int64_t target_hidden = config_.target_hidden_size;
+  const size_t num_layers = config_.aux_hidden_state_layer_ids.size();
+  int64_t rows = 0;
+  for (const CommittedHiddenStates& c : committed) {
+    DSPARK_CHECK(c.slot >= 0 && c.slot < static_cast<int32_t>(slots_.size()), "slot {} outside 0..{}", c.slot,
+                 slots_.size() - 1);
+    SlotState& s = slots_[c.slot];
+    DSPARK_CHECK(c.start_position == s.num_observed,
+                 "slot {}: committed hidden states start at position {} but {} positions were seen (they must arrive "
+                 "in order, without gaps)",
+                 c.slot, c.start_position, s.num_observed);
+    DSPARK_CHECK(c.hidden_size == target_hidden, "committed hidden states are {} wide; the drafter expects {}",
+                 c.hidden_size, target_hidden);
+    if (c.num_positions <= 0) continue;
+    DSPARK_CHECK(s.blocks.reserve(c.start_position + c.num_positions, kv_.block_size(), allocator_),
+                 "drafter KV cache exhausted");
+    for (int32_t i = 0; i < c.num_positions; ++i) {
+      if (rows == options_.max_context_rows) {
+        project_context(rows);
+        rows = 0;
+      }
+      float* dst = ctx_in_.data() + rows * fc_in_;  // [k * target_hidden]: concat(h_l1 .. h_lk)
+      for (size_t l = 0; l < num_layers; ++l) {
+        std::memcpy(dst + l * target_hidden, c.hidden + l * c.layer_stride + i * c.hidden_size,
+                    target_hidden * sizeof(float));
+      }
+      const int32_t position = c.start_position + i;
+      ctx_positions_[rows] = position;
+      ctx_slots_[rows] = slot_of(s.blocks, position, kv_.block_size());
+      ++rows;
+    }
+    s.num_observed += c.num_positions;
+  }
+  if (rows > 0) project_context(rows);
+}
+
+void DSparkProposer::project_context(int64_t rows) {
+  fc_.forward(ctx_in_.data(), ctx_.data(), rows);
+  rms_norm(ctx_.data(), hidden_norm_.data(), ctx_.data(), rows, hidden_, config_.layer.rms_norm_eps);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    layers_[l].write_context(ctx_.data(), rows, ctx_positions_.data(), ctx_slots_.data(), rope_,
+                             kv_.layer(static_cast<int64_t>(l)), workspace_);
+  }
+}
+
+void DSparkProposer::run_backbone(int64_t rows) {
+  LayerStepContext step;
+  step.num_tokens = rows;
+  step.positions = positions_.data();
+  step.seq_of_token = seq_of_row_.data();
+  step.num_keys = num_keys_.data();
+  step.slots = row_slots_.data();
+  step.block_tables = block_tables_.data();
+  step.rope = &rope_;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    layers_[l].forward_block(x_.data(), step, kv_.layer(static_cast<int64_t>(l)), workspace_);
+  }
+  rms_norm(x_.data(), final_norm_.data(), x_.data(), rows, hidden_, config_.layer.rms_norm_eps);
+}
+
+void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) {
+  DSPARK_CHECK(requests.size() <= slots_.size(), "{} requests but only {} drafter slots", requests.size(),
+               slots_.size());
+  const int64_t bs = kv_.block_size();
+  active_.clear();
+  std::fill(active_of_request_.begin(), active_of_request_.end(), -1);
+  int32_t row = 0, logit_row = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const DraftRequest& r = requests[i];
+    drafts[i] = Draft{};
+    DSPARK_CHECK(r.slot >= 0 && r.slot < static_cast<int32_t>(slots_.size()), "slot {} outside 0..{}", r.slot,
+                 slots_.size() - 1);
+    SlotState& s = slots_[r.slot];
+    s.drafts.clear();
+    if (r.max_drafts <= 0) continue;
+    DSPARK_CHECK(!r.tokens.empty(), "a request with no committed tokens cannot draft");
+    const int32_t context = static_cast<int32_t>(r.tokens.size()) - 1;  // the anchor has no hidden state yet
+    DSPARK_CHECK(s.num_observed == context,
+                 "slot {}: the drafter saw the hidden states of {} positions but {} tokens precede the anchor", r.slot,
+                 s.num_observed, context);
+    DSPARK_CHECK(context + block_ <= rope_.max_positions(), "slot {}: a block at position {} passes the context {}",
+                 r.slot, context, options_.max_model_len);
+    DSPARK_CHECK(s.blocks.reserve(context + block_, bs, allocator_), "drafter KV cache exhausted");
+    const int32_t a = static_cast<int32_t>(active_.size());
+    const int32_t num_drafts = std::min(r.max_drafts, num_speculative_tokens_);
+    active_.push_back({static_cast<int32_t>(i), r.slot, num_drafts, row, logit_row});
+    active_of_request_[i] = a;
+    block_tables_[a] = s.blocks.data();
+    for (int32_t j = 0; j < block_; ++j, ++row) {
+      embed(j == 0 ? r.tokens.back() : config_.mask_token_id, x_.data() + static_cast<int64_t>(row) * hidden_);
+      positions_[row] = context + j;
+      seq_of_row_[row] = a;
+      num_keys_[row] = context + static_cast<int32_t>(block_);
+      row_slots_[row] = slot_of(s.blocks, context + j, bs);
+    }
+    logit_row += num_drafts;
+  }
+  if (active_.empty()) return;
+  run_backbone(row);
+
+  // LM head over the rows that produce drafts only (the costliest matmul).
+  const int32_t first_slot = config_.sample_from_anchor ? 0 : 1;
+  for (const Active& a : active_) {
+    for (int32_t j = 0; j < a.num_drafts; ++j) {
+      std::memcpy(lm_in_.data() + static_cast<int64_t>(a.logit_row + j) * hidden_,
+                  x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_, hidden_ * sizeof(float));
+    }
+  }
+  if (logit_row > 0) lm_head_.forward(lm_in_.data(), logits_.data(), logit_row);
+  if (options_.keep_base_logits) {
+    std::memcpy(base_logits_.data(), logits_.data(), static_cast<size_t>(logit_row) * vocab_ * sizeof(float));
+  }
+  draft_sequentially(requests);
+  for (const Active& a : active_) {
+    const SlotState& s = slots_[a.slot];
+    drafts[a.request] = Draft{s.drafts, s.probs.data(), heads_.has_confidence() ? s.confidence.data() : nullptr};
+  }
+}
+
+// The sequential stage: position by position, every request still drafting gets its Markov
+// term (one batched W₂ product), its transform and its draw.
+void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) {
+  const int32_t first_slot = config_.sample_from_anchor ? 0 : 1;
+  int32_t longest = 0;
+  for (const Active& a : active_) longest = std::max(longest, a.num_drafts);
+  for (int32_t j = 0; j < longest; ++j) {
+    int64_t n = 0;
+    for (const Active& a : active_) {
+      if (a.num_drafts <= j) continue;
+      const SlotState& s = slots_[a.slot];
+      markov_prev_[n] = j == 0 ? requests[a.request].tokens.back() : s.drafts[j - 1];
+      markov_rows_[n] = logits_.data() + static_cast<int64_t>(a.logit_row + j) * vocab_;
+      ++n;
+    }
+    heads_.add_markov_bias(markov_prev_.data(), n, markov_rows_.data());
+    n = 0;
+    for (const Active& a : active_) {
+      if (a.num_drafts <= j) continue;
+      const DraftRequest& r = requests[a.request];
+      SlotState& s = slots_[a.slot];
+      const int32_t prev = markov_prev_[n];
+      const float* logits = markov_rows_[n];
+      ++n;
+      const SamplingParams& sp = *r.sampling;
+      std::span<const int32_t> history;
+      if (sp.repetition_penalty != 1.0f) {
+        history_.assign(r.tokens.begin(), r.tokens.end());
+        history_.insert(history_.end(), s.drafts.begin(), s.drafts.end());
+        history = history_;
+      }
+      float* q = s.probs.data() + static_cast<int64_t>(j) * vocab_;
+      logits_processor_.to_probs(logits, q, sp, history);
+      const int32_t token = sp.greedy() ? argmax(q, vocab_) : sample_from_probs(q, vocab_, r.rng->uniform());
+      if (heads_.has_confidence()) {
+        const float* h = x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_;
+        const float z = heads_.confidence_logit(h, prev);
+        s.confidence_logits[j] = z;
+        s.confidence[j] = 1.0f / (1.0f + std::exp(-z / config_.confidence_temperature(j)));
+      }
+      s.drafts.push_back(token);
+    }
+  }
+}
+
+DSparkProposer::Inspection DSparkProposer::inspect(size_t request) const {
+  Inspection out;
+  if (request >= active_of_request_.size() || active_of_request_[request] < 0) return out;
+  const Active& a = active_[active_of_request_[request]];
+  const size_t l = static_cast<size_t>(a.num_drafts);
+  out.hidden = {x_.data() + static_cast<int64_t>(a.first_row) * hidden_, static_cast<size_t>(block_ * hidden_)};
+  out.logits = {logits_.data() + static_cast<int64_t>(a.logit_row) * vocab_, l * vocab_};
+  if (options_.keep_base_logits) {
+    out.base_logits = {base_logits_.data() + static_cast<int64_t>(a.logit_row) * vocab_, l * vocab_};
+  }
+  if (heads_.has_confidence()) out.confidence_logits = {slots_[a.slot].confidence_logits.data(), l};
+  return out;
+}
+
+}  // namespace dspark

@@ -1,0 +1,159 @@
+// DSparkProposer: the block drafter of DESIGN §4 (DSpark; DFlash is the same code with
+// sample_from_anchor off and no Markov / confidence heads), loaded from a speculators-layout
+// directory (spec/drafter_config.h, spec/drafter_tensors.h) and plugged into the engine as a
+// Proposer that needs the target's hidden states and owns a paged KV cache.
+//
+// observe(): for each request's newly committed positions p (prompt chunks; the anchor and
+//   accepted drafts of a verification round), ctx_p = RMSNorm_h(fc(concat(h_l1..h_lk)_p)),
+//   and every draft layer's K/V of ctx_p (k_norm, RoPE at p) go to the slot's KV cache.
+//   So after a round the cache holds exactly the committed context: rejected drafts never
+//   reach it.
+// propose(): one batched backbone pass over every drafting request. With n committed
+//   tokens, the context is positions 0..n−2 (observed), the anchor x₀ = tokens[n−1] sits at
+//   position n−1 and the γ−1 masks at n..n+γ−2 (DeepSpec: position ids = anchor position +
+//   0..γ−1; the block sees context strictly before the anchor). Block K/V are written to
+//   scratch slots n−1..n+γ−2 of the same cache (the next observe() overwrites them) and
+//   every block query attends to all n−1+γ keys (non-causal inside the block). Final norm,
+//   LM head → U. DSpark: slot j−1 gives U_j, j = 1..γ; DFlash: slot j gives U_j,
+//   j = 1..γ−1. Then left to right per request: logits_j = U_j (+ Markov term of x_{j−1}),
+//   q_j = the request's sampling transform of logits_j (LogitsProcessor::to_probs, the
+//   repetition penalty seeing committed tokens + earlier drafts), x_j = argmax for greedy
+//   requests, else drawn from q_j with the request's draft Rng; c_j = sigmoid(z_j / T_j).
+//   Returns min(max_drafts, num_speculative_tokens) drafts with their q rows and c_j.
+//
+// The embedding table and LM head are the target's unless the drafter directory has its own
+// embed_tokens.weight / lm_head.weight. Per-step work allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/linear.h"
+#include "kernels/rope.h"
+#include "kernels/sampling.h"
+#include "model/block_allocator.h"
+#include "model/config.h"
+#include "model/kv_pool.h"
+#include "model/safetensors.h"
+#include "spec/draft_layer.h"
+#include "spec/drafter_config.h"
+#include "spec/dspark_heads.h"
+#include "spec/proposer.h"
+
+namespace dspark {
+
+struct DSparkProposerOptions {
+  int32_t num_speculative_tokens = 0;  // drafts per round; 0 = the drafter's speculative_tokens
+  int64_t max_running = 16;            // slots (the engine's max_running)
+  int64_t max_model_len = 0;           // the target's context length (sizes KV and RoPE), > 0
+  int64_t max_context_rows = 256;      // committed positions per projection pass (more are chunked)
+  int64_t kv_block_size = 16;          // positions per drafter KV block
+  DType compute = DType::kBF16;        // matmul dtype: kBF16 or kF32
+  DType kv_dtype = DType::kF32;        // drafter KV storage
+  bool keep_base_logits = false;       // keep U_j for inspect() (tests, diagnostics)
+
+  void validate() const;
+};
+
+class DSparkProposer final : public Proposer {
+ public:
+  // target_weights / target_config: the target directory, for the shared embedding table
+  // and LM head. Checks the drafter against the target and every tensor's shape.
+  DSparkProposer(DrafterConfig config, const WeightStore& drafter_weights, const WeightStore& target_weights,
+                 const ModelConfig& target_config, const DSparkProposerOptions& options);
+  static std::unique_ptr<DSparkProposer> load(const std::filesystem::path& drafter_dir,
+                                              const std::filesystem::path& target_dir,
+                                              const DSparkProposerOptions& options);
+  ~DSparkProposer() override;
+
+  ProposerCapabilities capabilities() const override;
+  int32_t num_speculative_tokens() const override { return num_speculative_tokens_; }
+  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override;
+  void release(int32_t slot) override;
+  std::vector<int32_t> target_layers() const override { return config_.capture_layers(); }
+  void observe(std::span<const CommittedHiddenStates> committed) override;
+
+  const DrafterConfig& config() const { return config_; }
+  // Bytes of weights one propose() streams (layers, fc, LM head, Markov W₂).
+  size_t weight_bytes() const;
+
+  // What the last propose() computed for requests[i] (empty spans if it did not draft).
+  struct Inspection {
+    std::span<const float> hidden;             // [block_size, hidden] final-norm block states
+    std::span<const float> base_logits;        // [L, vocab] U_j (with keep_base_logits)
+    std::span<const float> logits;             // [L, vocab] U_j + Markov term, untransformed
+    std::span<const float> confidence_logits;  // [L] z_j before the temperature (if any)
+  };
+  Inspection inspect(size_t request) const;
+
+ private:
+  struct SlotState {
+    BlockTable blocks;
+    int32_t num_observed = 0;             // committed positions whose K/V the cache holds
+    std::vector<int32_t> drafts;          // [<= num_drafts]
+    std::vector<float> probs;             // [num_drafts, vocab] q
+    std::vector<float> confidence;        // [num_drafts] c_j
+    std::vector<float> confidence_logits; // [num_drafts] z_j
+  };
+  struct Active {
+    int32_t request;     // index into propose()'s arguments
+    int32_t slot;
+    int32_t num_drafts;  // L
+    int32_t first_row;   // first block row (rows first_row .. + block_size)
+    int32_t logit_row;   // first LM-head row (drafts 1..L)
+  };
+
+  void embed(int32_t token, float* out) const;
+  void project_context(int64_t rows);
+  void run_backbone(int64_t rows);
+  void draft_sequentially(std::span<const DraftRequest> requests);
+
+  DrafterConfig config_;
+  DSparkProposerOptions options_;
+  int32_t num_speculative_tokens_;
+  int64_t block_;                     // γ
+  int64_t hidden_;                    // drafter hidden size
+  int64_t vocab_;
+  int64_t fc_in_;                     // k * target hidden
+  int64_t max_block_rows_;            // max_running * γ
+  std::vector<float> embed_f32_;      // [vocab, hidden] when compute is f32
+  std::vector<uint16_t> embed_bf16_;  // [vocab, hidden] when compute is bf16
+  Linear fc_;                         // [hidden, k * target hidden]
+  std::vector<float> hidden_norm_;    // [hidden]
+  std::vector<float> final_norm_;     // [hidden]
+  std::vector<DraftLayer> layers_;
+  Linear lm_head_;                    // [vocab, hidden]
+  DSparkHeads heads_;
+  RopeTable rope_;
+  KvPool kv_;
+  BlockAllocator allocator_;
+  LogitsProcessor logits_processor_;
+  DraftLayerWorkspace workspace_;
+  std::vector<SlotState> slots_;      // [max_running]
+
+  // Context projection buffers.
+  std::vector<float> ctx_in_;         // [max_context_rows, k * target hidden]
+  std::vector<float> ctx_;            // [max_context_rows, hidden]
+  std::vector<int32_t> ctx_positions_;  // [max_context_rows]
+  std::vector<int64_t> ctx_slots_;      // [max_context_rows]
+  // Block pass buffers.
+  std::vector<float> x_;              // [max_block_rows, hidden] residual, then final-norm states
+  std::vector<int32_t> positions_;    // [max_block_rows]
+  std::vector<int32_t> seq_of_row_;   // [max_block_rows]
+  std::vector<int32_t> num_keys_;     // [max_block_rows]
+  std::vector<int64_t> row_slots_;    // [max_block_rows]
+  std::vector<const int32_t*> block_tables_;  // [max_running]
+  std::vector<float> lm_in_;          // [max_block_rows, hidden]
+  std::vector<float> logits_;         // [max_block_rows, vocab]
+  std::vector<float> base_logits_;    // [max_block_rows, vocab] with keep_base_logits
+  std::vector<Active> active_;        // [max_running]
+  std::vector<int32_t> active_of_request_;  // [max_running] index into active_, or -1
+  std::vector<int32_t> markov_prev_;  // [max_running]
+  std::vector<float*> markov_rows_;   // [max_running] logits rows the Markov term goes to
+  std::vector<int32_t> history_;      // committed + drafts, for the repetition penalty
+};
+
+}  // namespace dspark

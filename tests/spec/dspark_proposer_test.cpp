@@ -1,0 +1,424 @@
+// DSparkProposer against the scalar reference drafter (tests/spec/reference_drafter.h) on a
+// random tiny target + random drafter: base logits U_j, Markov-corrected logits, final
+// hidden states and confidences (f32: tight tolerance; bf16: a stated looser one), the
+// sampling transform of q, rollback (the next round sees exactly the committed context),
+// chunking and batching invariance, loading a published-shaped drafter, and load errors.
+#include "spec/dspark_proposer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "model/safetensors.h"
+#include "spec/drafter_fixtures.h"
+#include "spec/reference_drafter.h"
+#include "support/tiny_models.h"
+
+namespace dspark {
+namespace {
+
+struct DrafterSetup {
+  std::filesystem::path target_dir, drafter_dir;
+  DrafterConfig config;
+  ModelConfig target;
+};
+
+DrafterSetup make_setup(DrafterKind kind, const std::string& name, bool own_embeddings = false, bool tied_target = false) {
+  testing::TinyModelSpec spec;
+  spec.num_layers = 3;
+  spec.tie_word_embeddings = tied_target;
+  spec.seed = 3;
+  DrafterSetup s;
+  s.target_dir = testing::write_tiny_model(spec, testing::make_temp_dir(name + "-target"));
+  s.target = ModelConfig::from_file(s.target_dir);
+  s.config = testing::make_drafter_config(s.target, kind, {1, 3}, /*block_size=*/4, /*num_layers=*/2);
+  if (kind == DrafterKind::kDSpark) s.config.confidence_temperatures = {1.0f, 1.5f, 2.0f, 0.5f};
+  testing::DrafterWeightsSpec w;
+  w.own_embeddings = own_embeddings;
+  s.drafter_dir = testing::write_random_drafter(s.config, testing::make_temp_dir(name + "-drafter"), w);
+  return s;
+}
+
+const DrafterSetup& setup(DrafterKind kind) {
+  static const DrafterSetup dspark = make_setup(DrafterKind::kDSpark, "dspark");
+  static const DrafterSetup dflash = make_setup(DrafterKind::kDFlash, "dflash");
+  return kind == DrafterKind::kDSpark ? dspark : dflash;
+}
+
+std::unique_ptr<DSparkProposer> make_proposer(const DrafterSetup& s, DType compute, int64_t max_context_rows = 64) {
+  DSparkProposerOptions o;
+  o.max_running = 4;
+  o.max_model_len = 128;
+  o.max_context_rows = max_context_rows;
+  o.kv_block_size = 4;
+  o.compute = compute;
+  o.keep_base_logits = true;
+  return DSparkProposer::load(s.drafter_dir, s.target_dir, o);
+}
+
+// Random target hidden states of one sequence: [aux layers][positions * hidden].
+std::vector<std::vector<float>> random_context(const DrafterSetup& s, int64_t positions, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<std::vector<float>> ctx(s.config.aux_hidden_state_layer_ids.size());
+  for (auto& layer : ctx) {
+    layer.resize(positions * s.config.target_hidden_size);
+    for (float& x : layer) x = static_cast<float>(rng.uniform() * 4 - 2);
+  }
+  return ctx;
+}
+
+// Shows positions [start, start + count) of ctx to the proposer's slot, the way the engine
+// does: rows of every captured layer, layer_stride apart.
+void observe(DSparkProposer& p, int32_t slot, const std::vector<std::vector<float>>& ctx, int32_t start,
+             int32_t count) {
+  const int64_t h = p.config().target_hidden_size;
+  std::vector<float> packed;
+  for (const auto& layer : ctx) packed.insert(packed.end(), layer.begin() + start * h, layer.begin() + (start + count) * h);
+  CommittedHiddenStates c;
+  c.slot = slot;
+  c.start_position = start;
+  c.num_positions = count;
+  c.hidden = packed.data();
+  c.layer_stride = count * h;
+  c.hidden_size = h;
+  p.observe({&c, 1});
+}
+
+std::vector<int32_t> random_tokens(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng.next_u64() % 90);
+  return t;
+}
+
+SamplingParams greedy_params() {
+  SamplingParams sp;
+  sp.temperature = 0;
+  return sp;
+}
+
+double max_abs_diff(std::span<const float> a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+struct Tolerance {
+  double hidden, logits, confidence;
+};
+
+// Two requests (contexts of 11 and 5 positions) drafted in one batch; everything the
+// proposer computed is compared with the scalar reference run on the same inputs.
+void check_parity(const DrafterSetup& s, DType compute, Tolerance tol) {
+  auto proposer = make_proposer(s, compute);
+  const testing::ReferenceDrafter reference(s.drafter_dir, s.target_dir, compute == DType::kBF16);
+  const int64_t vocab = s.target.vocab_size;
+  const std::vector<int64_t> lengths = {11, 5};
+  std::vector<std::vector<std::vector<float>>> contexts;
+  std::vector<std::vector<int32_t>> tokens;
+  const SamplingParams sp = greedy_params();
+  std::vector<DraftRequest> requests;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    contexts.push_back(random_context(s, lengths[r], 100 + r));
+    tokens.push_back(random_tokens(lengths[r] + 1, 200 + r));
+    observe(*proposer, static_cast<int32_t>(r) + 1, contexts[r], 0, static_cast<int32_t>(lengths[r]));
+  }
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    requests.push_back({static_cast<int32_t>(r) + 1, tokens[r], &sp, nullptr, s.config.num_drafts()});
+  }
+  std::vector<Draft> drafts(requests.size());
+  proposer->propose(requests, drafts);
+  double worst_hidden = 0, worst_logits = 0, worst_base = 0, worst_conf = 0;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    const Draft& d = drafts[r];
+    ASSERT_EQ(static_cast<int32_t>(d.tokens.size()), s.config.num_drafts());
+    std::vector<int32_t> prev = {tokens[r].back()};
+    prev.insert(prev.end(), d.tokens.begin(), d.tokens.end() - 1);
+    const auto expected = reference.forward(contexts[r], prev);
+    const auto got = proposer->inspect(r);
+    worst_hidden = std::max(worst_hidden, max_abs_diff(got.hidden, expected.hidden));
+    worst_base = std::max(worst_base, max_abs_diff(got.base_logits, expected.base_logits));
+    worst_logits = std::max(worst_logits, max_abs_diff(got.logits, expected.logits));
+    if (s.config.enable_confidence_head) {
+      ASSERT_NE(d.confidence, nullptr);
+      worst_conf = std::max(worst_conf, max_abs_diff(got.confidence_logits, expected.confidence_logits));
+      for (size_t j = 0; j < d.tokens.size(); ++j) {
+        const double c = 1 / (1 + std::exp(-expected.confidence_logits[j] / s.config.confidence_temperature(j)));
+        EXPECT_NEAR(d.confidence[j], c, tol.confidence) << "c_" << j + 1;
+      }
+    } else {
+      EXPECT_EQ(d.confidence, nullptr);
+    }
+    // Greedy drafts are the argmax of the corrected logits, and q is one-hot there.
+    for (size_t j = 0; j < d.tokens.size(); ++j) {
+      const float* row = expected.logits.data() + j * vocab;
+      std::vector<float> sorted(row, row + vocab);
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+      if (sorted[0] - sorted[1] > 2 * tol.logits) {
+        EXPECT_EQ(d.tokens[j], argmax(row, vocab)) << "draft " << j;
+      }
+      EXPECT_EQ(d.probs[j * vocab + d.tokens[j]], 1.0f);
+    }
+  }
+  std::printf("max |diff|: hidden %.3g base logits %.3g logits %.3g confidence logits %.3g\n", worst_hidden,
+              worst_base, worst_logits, worst_conf);
+  EXPECT_LT(worst_hidden, tol.hidden);
+  EXPECT_LT(worst_base, tol.logits);
+  EXPECT_LT(worst_logits, tol.logits);
+  EXPECT_LT(worst_conf, tol.logits);
+}
+
+// f32: only summation order differs from the double-accumulating reference (measured
+// worst: hidden 2e-6, logits 1.2e-5).
+constexpr Tolerance kF32{2e-4, 1e-3, 1e-5};
+// bf16: both sides round every matmul operand to bf16 (products are then exact in f32), so
+// differences start as accumulation order only (measured worst 5e-7); the tolerance leaves
+// room for an activation whose bf16 rounding flips between the two (~0.4% of one element).
+constexpr Tolerance kBF16{1e-2, 2e-2, 1e-3};
+
+TEST(DSparkProposer, ParityWithReferenceF32) { check_parity(setup(DrafterKind::kDSpark), DType::kF32, kF32); }
+TEST(DSparkProposer, ParityWithReferenceBF16) { check_parity(setup(DrafterKind::kDSpark), DType::kBF16, kBF16); }
+TEST(DSparkProposer, DFlashParityWithReferenceF32) { check_parity(setup(DrafterKind::kDFlash), DType::kF32, kF32); }
+TEST(DSparkProposer, DFlashParityWithReferenceBF16) { check_parity(setup(DrafterKind::kDFlash), DType::kBF16, kBF16); }
+
+TEST(DSparkProposer, OwnEmbeddingsAndTiedTargetParity) {
+  static const DrafterSetup own = make_setup(DrafterKind::kDSpark, "own-embed", /*own_embeddings=*/true);
+  check_parity(own, DType::kF32, kF32);
+  static const DrafterSetup tied = make_setup(DrafterKind::kDSpark, "tied-target", false, /*tied_target=*/true);
+  check_parity(tied, DType::kF32, kF32);
+}
+
+TEST(DSparkProposer, SampledQIsTheRequestTransformOfCorrectedLogits) {
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  auto proposer = make_proposer(s, DType::kF32);
+  const testing::ReferenceDrafter reference(s.drafter_dir, s.target_dir, false);
+  const int64_t vocab = s.target.vocab_size;
+  const auto ctx = random_context(s, 9, 7);
+  const auto tokens = random_tokens(10, 8);
+  observe(*proposer, 0, ctx, 0, 9);
+  SamplingParams sp;
+  sp.temperature = 0.8f;
+  sp.top_k = 40;
+  sp.top_p = 0.95f;
+  sp.repetition_penalty = 1.3f;
+  Rng rng(5);
+  const DraftRequest request{0, tokens, &sp, &rng, 3};
+  Draft draft;
+  proposer->propose({&request, 1}, {&draft, 1});
+  ASSERT_EQ(draft.tokens.size(), 3u);
+  std::vector<int32_t> prev = {tokens.back(), draft.tokens[0], draft.tokens[1]};
+  const auto expected = reference.forward(ctx, prev);
+  std::vector<float> q(vocab);
+  for (int j = 0; j < 3; ++j) {
+    std::vector<int32_t> history = tokens;
+    history.insert(history.end(), draft.tokens.begin(), draft.tokens.begin() + j);
+    reference::to_probs(expected.logits.data() + j * vocab, q.data(), vocab, sp, history);
+    double worst = 0;
+    for (int64_t i = 0; i < vocab; ++i) worst = std::max(worst, std::abs(static_cast<double>(q[i]) - draft.probs[j * vocab + i]));
+    EXPECT_LT(worst, 1e-4) << "q_" << j + 1;
+    EXPECT_GT(draft.probs[j * vocab + draft.tokens[j]], 0.0f) << "draft " << j << " outside the kept set";
+  }
+  // The same seed draws the same drafts.
+  const std::vector<int32_t> first(draft.tokens.begin(), draft.tokens.end());
+  Rng again(5);
+  const DraftRequest repeat{0, tokens, &sp, &again, 3};
+  Draft second;
+  proposer->propose({&repeat, 1}, {&second, 1});
+  EXPECT_EQ(std::vector<int32_t>(second.tokens.begin(), second.tokens.end()), first);
+}
+
+// Block K/V go to scratch slots past the context; after a verification round the next
+// observe() overwrites them. A proposer that lived through rounds (prompt in chunks, a
+// round with 2 of 4 drafts accepted, another with none) must compute exactly what a fresh
+// one computes from the committed context shown at once — and batching must not matter.
+TEST(DSparkProposer, RoundsChunksAndBatchesMatchAFreshProposer) {
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  const SamplingParams sp = greedy_params();
+  const auto ctx = random_context(s, 40, 11);
+  const auto tokens = random_tokens(41, 12);
+  const auto other_ctx = random_context(s, 20, 13);
+  const auto other_tokens = random_tokens(21, 14);
+  auto lived = make_proposer(s, DType::kF32, /*max_context_rows=*/6);  // forces chunked projection
+  // Round 0: a 17-token prompt prefilled in chunks of 10 and 6 (the 17th is the anchor).
+  observe(*lived, 2, ctx, 0, 10);
+  observe(*lived, 2, ctx, 10, 6);
+  auto propose_one = [&](DSparkProposer& p, int32_t slot, int64_t committed) {
+    const DraftRequest r{slot, std::span<const int32_t>(tokens.data(), committed), &sp, nullptr, 4};
+    Draft d;
+    p.propose({&r, 1}, {&d, 1});
+    return p.inspect(0);
+  };
+  propose_one(*lived, 2, 17);
+  observe(*lived, 2, ctx, 16, 3);  // anchor + 2 accepted drafts
+  propose_one(*lived, 2, 20);
+  observe(*lived, 2, ctx, 19, 1);  // nothing accepted: the anchor only
+  // Batched with another request this time.
+  observe(*lived, 0, other_ctx, 0, 20);
+  const std::vector<DraftRequest> both = {{0, other_tokens, &sp, nullptr, 4},
+                                          {2, std::span<const int32_t>(tokens.data(), 21), &sp, nullptr, 4}};
+  std::vector<Draft> drafts(2);
+  lived->propose(both, drafts);
+  const auto got = lived->inspect(1);
+  const auto got_other = lived->inspect(0);
+
+  auto fresh = make_proposer(s, DType::kF32);
+  observe(*fresh, 3, ctx, 0, 20);
+  const auto expected = propose_one(*fresh, 3, 21);
+  ASSERT_EQ(got.logits.size(), expected.logits.size());
+  EXPECT_EQ(0, std::memcmp(got.hidden.data(), expected.hidden.data(), got.hidden.size_bytes()));
+  EXPECT_EQ(0, std::memcmp(got.logits.data(), expected.logits.data(), got.logits.size_bytes()));
+  EXPECT_EQ(0, std::memcmp(got.confidence_logits.data(), expected.confidence_logits.data(),
+                           got.confidence_logits.size_bytes()));
+  auto fresh_other = make_proposer(s, DType::kF32);
+  observe(*fresh_other, 1, other_ctx, 0, 20);
+  const DraftRequest r{1, other_tokens, &sp, nullptr, 4};
+  Draft d;
+  fresh_other->propose({&r, 1}, {&d, 1});
+  const auto alone = fresh_other->inspect(0);
+  EXPECT_EQ(0, std::memcmp(got_other.logits.data(), alone.logits.data(), alone.logits.size_bytes()));
+
+  // A released slot starts again from position 0.
+  lived->release(2);
+  EXPECT_THROW(observe(*lived, 2, ctx, 5, 3), Error);
+  observe(*lived, 2, ctx, 0, 20);
+  const auto after_release = propose_one(*lived, 2, 21);
+  EXPECT_EQ(0, std::memcmp(after_release.logits.data(), expected.logits.data(), expected.logits.size_bytes()));
+}
+
+TEST(DSparkProposer, MaxDraftsLimitsTheOutputNotTheBlock) {
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  auto p = make_proposer(s, DType::kF32);
+  const SamplingParams sp = greedy_params();
+  const auto ctx = random_context(s, 6, 21);
+  const auto tokens = random_tokens(7, 22);
+  observe(*p, 0, ctx, 0, 6);
+  Draft full, two, none;
+  const DraftRequest all{0, tokens, &sp, nullptr, 10};
+  p->propose({&all, 1}, {&full, 1});
+  const std::vector<int32_t> full_tokens(full.tokens.begin(), full.tokens.end());
+  ASSERT_EQ(full_tokens.size(), 4u);  // capped at the drafter's num_speculative_tokens
+  const std::vector<float> full_logits(p->inspect(0).logits.begin(), p->inspect(0).logits.begin() + 2 * 97);
+  const DraftRequest limited{0, tokens, &sp, nullptr, 2};
+  p->propose({&limited, 1}, {&two, 1});
+  ASSERT_EQ(two.tokens.size(), 2u);
+  EXPECT_EQ(two.tokens[0], full_tokens[0]);
+  EXPECT_EQ(two.tokens[1], full_tokens[1]);
+  EXPECT_EQ(0, std::memcmp(p->inspect(0).logits.data(), full_logits.data(), full_logits.size() * sizeof(float)));
+  const DraftRequest zero{0, tokens, &sp, nullptr, 0};
+  p->propose({&zero, 1}, {&none, 1});
+  EXPECT_TRUE(none.tokens.empty());
+  EXPECT_TRUE(p->inspect(0).logits.empty());
+}
+
+TEST(DSparkProposer, CapabilitiesAndLayers) {
+  auto dspark = make_proposer(setup(DrafterKind::kDSpark), DType::kF32);
+  const ProposerCapabilities c = dspark->capabilities();
+  EXPECT_TRUE(c.needs_target_hidden_states && c.owns_kv_cache && c.provides_draft_probs && c.provides_confidence);
+  EXPECT_EQ(dspark->target_layers(), (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(dspark->num_speculative_tokens(), 4);
+  auto dflash = make_proposer(setup(DrafterKind::kDFlash), DType::kF32);
+  EXPECT_FALSE(dflash->capabilities().provides_confidence);
+  EXPECT_EQ(dflash->num_speculative_tokens(), 3);  // γ - 1
+}
+
+TEST(DSparkProposer, ContextMustArriveInOrderAndBeComplete) {
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  auto p = make_proposer(s, DType::kF32);
+  const auto ctx = random_context(s, 10, 31);
+  const auto tokens = random_tokens(11, 32);
+  observe(*p, 0, ctx, 0, 4);
+  EXPECT_THROW(observe(*p, 0, ctx, 5, 2), Error);  // a gap
+  const SamplingParams sp = greedy_params();
+  const DraftRequest r{0, tokens, &sp, nullptr, 4};
+  Draft d;
+  EXPECT_THROW(p->propose({&r, 1}, {&d, 1}), Error);  // 10 positions precede the anchor, 4 seen
+}
+
+TEST(DSparkProposer, LoadsAPublishedShapedDrafter) {
+  // Qwen3 layer config, 5 aux layers, block 7, Markov rank 256, confidence head on the
+  // Markov feature: the shape of deepseek-ai/dspark_qwen3_4b_block7, with small tensors.
+  testing::TinyModelSpec spec;
+  spec.model_type = "qwen3";
+  spec.vocab_size = 512;
+  spec.num_layers = 6;
+  const auto target_dir = testing::write_tiny_model(spec, testing::make_temp_dir("published-target"));
+  const ModelConfig target = ModelConfig::from_file(target_dir);
+  DrafterConfig c = testing::make_drafter_config(target, DrafterKind::kDSpark, {1, 2, 3, 5, 6}, 7, 5, 256);
+  c.confidence_temperatures = {1.0f, 1.1f, 1.2f, 1.3f, 1.4f, 1.5f, 1.6f};
+  const auto drafter_dir = testing::write_random_drafter(c, testing::make_temp_dir("published-drafter"));
+  DSparkProposerOptions o;
+  o.max_running = 2;
+  o.max_model_len = 64;
+  auto p = DSparkProposer::load(drafter_dir, target_dir, o);
+  EXPECT_EQ(p->target_layers(), (std::vector<int32_t>{0, 1, 2, 4, 5}));
+  EXPECT_EQ(p->num_speculative_tokens(), 7);
+  EXPECT_TRUE(p->capabilities().provides_confidence);
+  DrafterSetup s{target_dir, drafter_dir, c, target};
+  const auto ctx = random_context(s, 12, 41);
+  const auto tokens = random_tokens(13, 42);
+  observe(*p, 1, ctx, 0, 12);
+  const SamplingParams sp = greedy_params();
+  const DraftRequest r{1, tokens, &sp, nullptr, 7};
+  Draft d;
+  p->propose({&r, 1}, {&d, 1});
+  ASSERT_EQ(d.tokens.size(), 7u);
+  for (int j = 0; j < 7; ++j) {
+    EXPECT_GT(d.confidence[j], 0.0f);
+    EXPECT_LT(d.confidence[j], 1.0f);
+  }
+}
+
+// Load errors name the directory, tensor and both shapes / values.
+TEST(DSparkProposer, LoadErrors) {
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  DSparkProposerOptions o;
+  o.max_model_len = 64;
+  auto message = [&](const std::filesystem::path& drafter, DSparkProposerOptions options) -> std::string {
+    try {
+      DSparkProposer::load(drafter, s.target_dir, options);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto rewrite = [&](const std::string& name, std::function<void(std::vector<TensorToWrite>&)> edit) {
+    const auto dir = testing::make_temp_dir(name);
+    std::filesystem::copy_file(s.drafter_dir / "config.json", dir / "config.json");
+    const WeightStore store(s.drafter_dir);
+    std::vector<TensorToWrite> tensors;
+    for (const std::string& n : store.names()) {
+      const TensorInfo& t = store.get(n);
+      tensors.push_back(make_f32_tensor(n, t.shape, store.load_f32(n, t.shape)));
+    }
+    edit(tensors);
+    write_safetensors(dir / "model.safetensors", tensors);
+    return dir;
+  };
+  const auto wrong_fc = rewrite("wrong-fc", [](auto& ts) {
+    for (auto& t : ts) {
+      if (t.name == "fc.weight") t = make_f32_tensor("fc.weight", {64, 64}, std::vector<float>(64 * 64));
+    }
+  });
+  EXPECT_NE(message(wrong_fc, o).find("tensor 'fc.weight' has shape [64, 64] but the config implies [64, 128]"),
+            std::string::npos);
+  const auto missing = rewrite("missing-norm", [](auto& ts) {
+    std::erase_if(ts, [](const TensorToWrite& t) { return t.name == "layers.1.post_attention_layernorm.weight"; });
+  });
+  EXPECT_NE(message(missing, o).find("no tensor 'layers.1.post_attention_layernorm.weight'"), std::string::npos);
+  const auto vocab_map = rewrite("d2t", [](auto& ts) { ts.push_back(make_f32_tensor("d2t", {4}, std::vector<float>(4))); });
+  EXPECT_NE(message(vocab_map, o).find("reduced draft vocabulary"), std::string::npos);
+  DSparkProposerOptions too_many = o;
+  too_many.num_speculative_tokens = 5;
+  EXPECT_NE(message(s.drafter_dir, too_many).find("5 drafts per round were asked for"), std::string::npos);
+  DSparkProposerOptions no_len;
+  EXPECT_NE(message(s.drafter_dir, no_len).find("max_model_len must be >= 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dspark
