@@ -37,6 +37,12 @@ EngineOptions engine_options(int64_t max_running) {
   return e;
 }
 
+EngineLoopOptions loop_options(int64_t max_waiting) {
+  EngineLoopOptions o;
+  o.max_waiting = max_waiting;
+  return o;
+}
+
 // Drains a stream; returns (text, tokens, final update).
 struct Collected {
   std::string text;
@@ -71,7 +77,7 @@ TEST(EngineLoop, ConcurrentSubmittersGetOfflineOutputs) {
   for (const auto& p : kPrompts) expected.push_back(offline.run(offline.encode(p), greedy_options(40)));
 
   EngineLoop loop(*s.model, *s.tokenizer, engine_options(4), std::make_unique<NgramProposer>(NgramOptions{1, 3, 4}),
-                  EngineLoopOptions{.max_waiting = 16});
+                  loop_options(16));
   std::vector<Collected> got(kPrompts.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < kPrompts.size(); ++i) {
@@ -114,7 +120,7 @@ TEST(EngineLoop, CancelFreesBlocksAndFinishesTheStream) {
 
 TEST(EngineLoop, QueueLimitRefusesTheExcess) {
   Stories s;
-  EngineLoop loop(*s.model, *s.tokenizer, engine_options(1), nullptr, EngineLoopOptions{.max_waiting = 1});
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(1), nullptr, loop_options(1));
   loop.pause();  // nothing runs: the two admitted requests stay in flight
   const auto prompt = s.tokenizer->encode("Hello", true);
   auto a = loop.submit(prompt, greedy_options(5));
@@ -144,7 +150,7 @@ TEST(EngineLoop, InvalidRequestsAreRefusedAtSubmit) {
 
 TEST(EngineLoop, StopCancelsInFlightAndRefusesNewRequests) {
   Stories s;
-  EngineLoop loop(*s.model, *s.tokenizer, engine_options(2), nullptr, EngineLoopOptions{.max_waiting = 4});
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(2), nullptr, loop_options(4));
   loop.pause();
   auto a = loop.submit(s.tokenizer->encode("Once", true), greedy_options(50));
   auto b = loop.submit(s.tokenizer->encode("Twice", true), greedy_options(50));
@@ -153,6 +159,29 @@ TEST(EngineLoop, StopCancelsInFlightAndRefusesNewRequests) {
   EXPECT_EQ(collect(*a).last.finish_reason, FinishReason::kCancelled);
   EXPECT_EQ(collect(*b).last.finish_reason, FinishReason::kCancelled);
   EXPECT_THROW(loop.submit({1}, greedy_options(5)), ShuttingDownError);
+  EXPECT_EQ(loop.stats().engine.kv_blocks_used, 0);
+}
+
+TEST(EngineLoop, AFailedStepFinishesItsRequestsWithAnErrorAndTheLoopGoesOn) {
+  Stories s;
+  auto proposer = std::make_unique<testing::FailingProposer>();
+  testing::FailingProposer* faulty = proposer.get();
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(2), std::move(proposer));
+  GenerationOptions g = greedy_options(400);
+  g.ignore_eos = true;
+  auto victim = loop.submit(s.tokenizer->encode("Once upon a time", true), g);
+  StreamUpdate u;
+  while (u.token_ids.empty()) victim->next(u, std::chrono::milliseconds(50));  // decoding: it gets drafted
+  faulty->armed = true;
+  const Collected failed = collect(*victim);
+  EXPECT_EQ(failed.last.finish_reason, FinishReason::kError);
+  EXPECT_NE(failed.last.error.find("the drafter failed"), std::string::npos);
+  ASSERT_TRUE(loop.drain(std::chrono::milliseconds(1000)));
+  EXPECT_EQ(loop.stats().finished[static_cast<size_t>(FinishReason::kError)], 1);
+
+  auto next = loop.submit(s.tokenizer->encode("Once upon a time", true), greedy_options(10));
+  EXPECT_EQ(collect(*next).last.finish_reason, FinishReason::kLength);
+  ASSERT_TRUE(loop.drain(std::chrono::milliseconds(1000)));
   EXPECT_EQ(loop.stats().engine.kv_blocks_used, 0);
 }
 

@@ -267,6 +267,39 @@ TEST(Server, FullQueueGets429UntilThereIsRoom) {
   EXPECT_EQ(server_metric(server.port(), "dspark:num_requests_rejected"), 1.0);
 }
 
+TEST(Server, AnEngineFailureIsReportedToItsClientsOnly) {
+  testing::FailingProposer* faulty = nullptr;
+  TestServerOptions o;
+  o.make_proposer = [&faulty] {
+    auto p = std::make_unique<testing::FailingProposer>();
+    faulty = p.get();
+    return p;
+  };
+  TestServer server(o);
+  // A streaming client sees the error as an event, then [DONE].
+  bool armed = false;
+  const auto streamed = http_stream(server.port(), "/v1/completions",
+                                    completion_body("Once upon a time", 400, true, {{"ignore_eos", true}}),
+                                    [&](const json&) {
+                                      if (!armed) faulty->armed = armed = true;
+                                      return true;
+                                    });
+  EXPECT_EQ(streamed.status, 200);
+  ASSERT_TRUE(streamed.error.has_value());
+  EXPECT_EQ((*streamed.error)["type"], "server_error");
+  EXPECT_NE((*streamed.error)["message"].get<std::string>().find("the drafter failed"), std::string::npos);
+  EXPECT_TRUE(streamed.done);
+  // A whole-response client gets a 500 with an OpenAI error body.
+  faulty->armed = true;
+  const auto whole = http_post(server.port(), "/v1/completions",
+                               completion_body("Once upon a time", 400, false, {{"ignore_eos", true}}));
+  expect_error(whole, 500, nullptr, "engine failure");
+  // The next request is served normally.
+  EXPECT_EQ(http_post(server.port(), "/v1/completions", completion_body("Hi", 5, false)).status, 200);
+  EXPECT_EQ(server_metric(server.port(), "dspark:num_requests_finished{finished_reason=\"error\"}"), 2.0);
+  EXPECT_TRUE(testing::wait_until_idle(server.port(), std::chrono::milliseconds(2000)));
+}
+
 TEST(Server, ModelsHealthAndMetricsEndpoints) {
   TestServer server;
   const auto models = http_get(server.port(), "/v1/models");

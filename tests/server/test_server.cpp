@@ -50,7 +50,8 @@ TestServer::TestServer(TestServerOptions o) {
   EngineLoopOptions lo;
   lo.max_waiting = o.max_waiting;
   lo.on_finished = [this](const FinishedRequest& r) { metrics_.observe(r); };
-  loop_ = std::make_unique<EngineLoop>(*model_, *tokenizer_, eo, make_proposer(so, *model_), lo);
+  loop_ = std::make_unique<EngineLoop>(*model_, *tokenizer_, eo,
+                                       o.make_proposer ? o.make_proposer() : make_proposer(so, *model_), lo);
   HttpServerOptions ho;
   ho.port = 0;
   ho.served_model_name = o.served_model_name;
@@ -58,6 +59,11 @@ TestServer::TestServer(TestServerOptions o) {
   ho.heartbeat_seconds = o.heartbeat_seconds;
   server_ = std::make_unique<HttpServer>(*loop_, metrics_, ChatFormat::from_model_dir(stories_dir()), ho);
   port_ = server_->start();
+}
+
+void FailingProposer::propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) {
+  if (armed.exchange(false)) throw std::runtime_error("the drafter failed");
+  for (size_t i = 0; i < requests.size(); ++i) drafts[i] = Draft{};
 }
 
 TestServer::~TestServer() { shutdown(std::chrono::milliseconds(0)); }

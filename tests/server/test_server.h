@@ -3,6 +3,7 @@
 // blocking HTTP helpers and the offline reference (generate_one on a private engine).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -27,6 +28,7 @@ struct TestServerOptions {
   int64_t max_waiting = 64;
   int64_t max_batch_tokens = 256;
   std::string speculator;            // "", "ngram" or a model directory
+  std::function<std::unique_ptr<Proposer>()> make_proposer;  // overrides speculator when set
   int32_t num_spec_tokens = 4;
   std::string served_model_name = "stories";
   size_t max_body_bytes = 1u << 20;
@@ -51,6 +53,16 @@ class TestServer {
   std::unique_ptr<EngineLoop> loop_;
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
+};
+
+// Proposes nothing, until armed: then its next propose() throws (a fault that takes a
+// whole engine step down).
+class FailingProposer final : public Proposer {
+ public:
+  std::atomic<bool> armed{false};
+  ProposerCapabilities capabilities() const override { return {}; }
+  int32_t num_speculative_tokens() const override { return 2; }
+  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override;
 };
 
 struct HttpReply {
