@@ -218,6 +218,11 @@ TEST(DSparkEngine, GreedyLosslessUnderPreemption) {
                                       DType::kBF16, 96);
   expect_identical(run);
   EXPECT_GT(run.preemptions, 0);
+  const SpecRun dflash = run_speculative(
+      DrafterCase::kRandomDFlash, {.max_running = 4, .max_batch_tokens = 64, .block_size = 4, .num_kv_blocks = 30},
+      DType::kBF16, 96);
+  expect_identical(dflash);
+  EXPECT_GT(dflash.preemptions, 0);
 }
 
 TEST(DSparkEngine, GreedyLosslessDFlashBatched) {
