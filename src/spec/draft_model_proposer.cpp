@@ -58,6 +58,8 @@ DraftModelProposer::DraftModelProposer(std::unique_ptr<Transformer> draft_model,
   batch_slices_.reserve(options_.max_running);
   active_.reserve(options_.max_running);
   row_owner_.reserve(options_.max_running);
+  drafting_.reserve(options_.max_running);
+  cursor_.reserve(options_.max_running);
 }
 
 ProposerCapabilities DraftModelProposer::capabilities() const {
@@ -79,7 +81,8 @@ void DraftModelProposer::release(int32_t slot) {
 // requests' tokens into each forward as the draft model allows.
 void DraftModelProposer::catch_up(std::span<const DraftRequest> requests) {
   const int64_t budget = model_->options().max_batch_tokens;
-  std::vector<size_t> cursor(requests.size());
+  std::vector<size_t>& cursor = cursor_;
+  cursor.assign(requests.size(), 0);
   for (size_t i = 0; i < requests.size(); ++i) {
     SlotState& s = slots_[requests[i].slot];
     const auto& tokens = requests[i].tokens;
@@ -136,17 +139,17 @@ void DraftModelProposer::propose(std::span<const DraftRequest> requests, std::sp
   DSPARK_CHECK(requests.size() <= slots_.size(), "{} requests but only {} draft slots", requests.size(), slots_.size());
   const int64_t vocab = model_->config().vocab_size;
   active_.clear();
-  std::vector<DraftRequest> drafting_requests;
+  drafting_.clear();
   for (size_t i = 0; i < requests.size(); ++i) {
     slots_[requests[i].slot].drafts.clear();
     drafts[i] = Draft{};
     if (requests[i].max_drafts > 0) {
       active_.push_back({static_cast<int32_t>(i), requests[i].slot, true});
-      drafting_requests.push_back(requests[i]);
+      drafting_.push_back(requests[i]);
     }
   }
   if (active_.empty()) return;
-  catch_up(drafting_requests);
+  catch_up(drafting_);
 
   // Draft positions one at a time, all still-drafting requests in one forward: the first
   // feeds each request's last committed token, later ones its previous draft.

@@ -79,6 +79,8 @@ class DraftModelProposer final : public Proposer {
   std::vector<int32_t> batch_rows_;
   std::vector<Active> active_;
   std::vector<int32_t> row_owner_;      // [rows] index into active_
+  std::vector<DraftRequest> drafting_;  // [<= max_running] requests that draft this round
+  std::vector<size_t> cursor_;          // [<= max_running] next token to feed, per drafting request
 };
 
 }  // namespace dspark
