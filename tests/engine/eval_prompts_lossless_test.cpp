@@ -1,0 +1,86 @@
+// Greedy losslessness on the shipped models and real prompts: for every proposer the
+// project ships (n-gram, the tiny draft LM, the DSpark and DFlash drafters), greedy
+// speculative output equals greedy plain output token for token on 52 prompts from the
+// four eval sets (GSM8K, HumanEval, MBPP test split, MT-bench), with speculation batched
+// (several requests per step) and the plain reference run one request at a time.
+// Models not present under models/ are reported as skipped.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "bench/dataset.h"
+#include "engine/engine.h"
+#include "spec/proposer_factory.h"
+
+namespace dspark {
+namespace {
+
+const std::filesystem::path kModels = std::filesystem::path(DSPARK_SOURCE_DIR) / "models";
+const std::filesystem::path kEval = std::filesystem::path(DSPARK_SHARED_DIR) / "data" / "eval";
+constexpr int64_t kMaxTokens = 32;
+constexpr int kPerDataset = 13;
+constexpr int64_t kMaxRunning = 8;
+
+bool has_model(const std::filesystem::path& dir) { return std::filesystem::exists(dir / "config.json"); }
+
+class ShippedModelsLossless : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
+  const auto target_dir = kModels / "tiny-target";
+  if (!has_model(target_dir) || !std::filesystem::exists(target_dir / "model.safetensors")) {
+    GTEST_SKIP() << "models/tiny-target is not trained yet";
+  }
+  SpeculatorOptions so;
+  so.speculator = GetParam() == "ngram" ? "ngram" : (kModels / GetParam()).string();
+  if (so.speculator != "ngram" && !has_model(so.speculator)) GTEST_SKIP() << "models/" << GetParam() << " is missing";
+  so.max_running = kMaxRunning;
+  so.target_model_dir = target_dir.string();
+  so.num_speculative_tokens = GetParam() == "ngram" || GetParam() == "tiny-draft-lm" ? 8 : 0;
+
+  TransformerOptions to;
+  to.max_batch_tokens = 256;
+  to.max_sequences = kMaxRunning;
+  to.capture_layers = speculator_capture_layers(so);
+  auto model = Transformer::load(target_dir, to);
+  const Tokenizer tokenizer = Tokenizer::from_dir(target_dir);
+
+  std::vector<std::vector<int32_t>> prompts;
+  for (const char* file : {"gsm8k_test.jsonl", "humaneval.jsonl", "mbpp.jsonl", "mtbench_question.jsonl"}) {
+    for (const DatasetPrompt& p : load_dataset(kEval / file, kPerDataset)) prompts.push_back(tokenizer.encode(p.text, true));
+  }
+  ASSERT_EQ(prompts.size(), 52u);
+  GenerationOptions greedy;
+  greedy.max_tokens = kMaxTokens;
+  greedy.sampling.temperature = 0;
+
+  std::vector<std::vector<int32_t>> plain;
+  {
+    Engine engine(*model, tokenizer, EngineOptions{.max_running = 1, .max_batch_tokens = 256});
+    for (const auto& p : prompts) plain.push_back(generate_one(engine, p, greedy).tokens);
+  }
+  Engine engine(*model, tokenizer, EngineOptions{.max_running = kMaxRunning, .max_batch_tokens = 256},
+                make_proposer(so, *model));
+  std::vector<std::vector<int32_t>> spec(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    engine.add_request(prompts[i], greedy, [&spec, i](const RequestOutput& o) {
+      spec[i].insert(spec[i].end(), o.token_ids.begin(), o.token_ids.end());
+    });
+  }
+  while (engine.step()) {
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(spec[i], plain[i]) << "prompt " << i;
+  EXPECT_GT(engine.spec_metrics().num_drafts, 0);
+  std::printf("%s: tau %.3f over %lld rounds\n", GetParam().c_str(), engine.spec_metrics().mean_acceptance_length(),
+              static_cast<long long>(engine.spec_metrics().num_drafts));
+}
+
+INSTANTIATE_TEST_SUITE_P(Proposers, ShippedModelsLossless,
+                         ::testing::Values("ngram", "tiny-draft-lm", "tiny-target-dspark", "tiny-target-dflash"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) if (c == '-') c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace dspark
