@@ -45,6 +45,10 @@ void run_serve(ServeArgs& args) {
   DSPARK_CHECK(args.port >= 0 && args.port <= 65535, "--port must be in [0, 65535], got {}", args.port);
   // Signals are taken by sigwait below: block them before any thread exists, so that
   // every thread inherits the mask and none is interrupted.
+  // A parent may have left them ignored (background jobs of a non-interactive shell),
+  // which would discard them before sigwait could take them.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -52,9 +56,11 @@ void run_serve(ServeArgs& args) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client must fail a write, not kill the server
 
-  LoadedModel loaded = load_model(args.model, args.max_running);
   args.speculator.max_running = args.max_running;
   args.speculator.compute = parse_dtype(args.model.dtype);
+  args.speculator.target_model_dir = args.model.model_dir;
+  // A block drafter reads target hidden states: the target must capture its layers.
+  LoadedModel loaded = load_model(args.model, args.max_running, speculator_capture_layers(args.speculator));
   auto proposer = make_proposer(args.speculator, *loaded.model);
   const std::string speculator = proposer ? fmt::format("{} (K={})", args.speculator.speculator,
                                                         proposer->num_speculative_tokens())

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "server/test_server.h"
+#include "spec/drafter_fixtures.h"
+#include "support/tiny_models.h"
 
 namespace dspark {
 namespace {
@@ -41,7 +43,16 @@ class GreedyEquality : public ::testing::TestWithParam<std::string> {};
 TEST_P(GreedyEquality, StreamingAndWholeResponsesEqualOfflineOutput) {
   TestServerOptions o;
   o.max_running = 4;
-  o.speculator = GetParam() == "draft" ? testing::stories_dir().string() : GetParam();
+  o.speculator = GetParam();
+  if (GetParam() == "draft") o.speculator = testing::stories_dir().string();
+  if (GetParam() == "dspark") {
+    // A randomly initialised DSpark block drafter for stories260K (rarely right, which is
+    // what losslessness must survive), reading the target's layers 1 and 2.
+    const ModelConfig target = ModelConfig::from_file(testing::stories_dir() / "config.json");
+    const DrafterConfig config = testing::make_drafter_config(target, DrafterKind::kDSpark, {1, 2}, /*block_size=*/4);
+    o.speculator = testing::write_random_drafter(config, testing::make_temp_dir("server-dspark-drafter")).string();
+    o.num_spec_tokens = 0;
+  }
   TestServer server(o);
   for (const std::string& prompt : kPrompts) {
     const GenerationResult expected = offline().run(offline().encode(prompt), greedy_options(48));
@@ -101,7 +112,7 @@ TEST_P(GreedyEquality, StreamingAndWholeResponsesEqualOfflineOutput) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Speculators, GreedyEquality, ::testing::Values("", "ngram", "draft"),
+INSTANTIATE_TEST_SUITE_P(Speculators, GreedyEquality, ::testing::Values("", "ngram", "draft", "dspark"),
                          [](const auto& info) { return info.param.empty() ? std::string("plain") : info.param; });
 
 TEST(Server, StopStringsAndSeededSamplingMatchOffline) {

@@ -11,8 +11,10 @@
 namespace dspark::testing {
 namespace {
 
-std::unique_ptr<Transformer> load_stories(int64_t max_sequences, int64_t max_batch_tokens) {
+std::unique_ptr<Transformer> load_stories(int64_t max_sequences, int64_t max_batch_tokens,
+                                          std::vector<int32_t> capture_layers = {}) {
   TransformerOptions o;
+  o.capture_layers = std::move(capture_layers);
   o.compute = DType::kF32;
   o.max_sequences = max_sequences;
   o.max_batch_tokens = max_batch_tokens;
@@ -36,13 +38,14 @@ std::filesystem::path stories_dir() {
 
 TestServer::TestServer(TestServerOptions o) {
   std::signal(SIGPIPE, SIG_IGN);
-  model_ = load_stories(o.max_running, o.max_batch_tokens);
-  tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_dir(stories_dir()));
   SpeculatorOptions so;
   so.speculator = o.speculator;
   so.num_speculative_tokens = o.num_spec_tokens;
   so.max_running = o.max_running;
   so.compute = DType::kF32;
+  so.target_model_dir = stories_dir().string();
+  model_ = load_stories(o.max_running, o.max_batch_tokens, speculator_capture_layers(so));
+  tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_dir(stories_dir()));
   EngineOptions eo;
   eo.max_running = o.max_running;
   eo.max_batch_tokens = o.max_batch_tokens;

@@ -29,7 +29,7 @@ struct TestServerOptions {
   int64_t max_batch_tokens = 256;
   std::string speculator;            // "", "ngram" or a model directory
   std::function<std::unique_ptr<Proposer>()> make_proposer;  // overrides speculator when set
-  int32_t num_spec_tokens = 4;
+  int32_t num_spec_tokens = 4;      // 0 = the speculator's default
   std::string served_model_name = "stories";
   size_t max_body_bytes = 1u << 20;
   double heartbeat_seconds = 2.0;
