@@ -163,16 +163,28 @@ TEST(Server, SixteenConcurrentStreamingClients) {
 }
 
 TEST(Server, ClientDisconnectCancelsItsRequestAndFreesBlocks) {
-  TestServer server;
+  TestServerOptions o;
+  o.heartbeat_seconds = 0.02;
+  TestServer server(o);
   int chunks = 0;
+  // After its third chunk the client holds the engine (so the request cannot simply run to
+  // completion first) and goes away; the server notices at its next writes (heartbeats).
   const auto reply = http_stream(server.port(), "/v1/completions",
                                  completion_body("Once upon a time", 480, true, {{"ignore_eos", true}}),
-                                 [&](const json&) { return ++chunks < 3; });
+                                 [&](const json&) {
+                                   if (++chunks < 3) return true;
+                                   server.loop().pause();
+                                   return false;
+                                 });
   EXPECT_FALSE(reply.done);
   EXPECT_EQ(chunks, 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_GT(server_metric(server.port(), "dspark:kv_cache_blocks_used"), 0.0);  // still held
+  server.loop().resume();
   ASSERT_TRUE(testing::wait_until_idle(server.port(), std::chrono::milliseconds(5000)));
   EXPECT_EQ(server_metric(server.port(), "dspark:num_requests_finished{finished_reason=\"cancelled\"}"), 1.0);
   EXPECT_EQ(server_metric(server.port(), "dspark:num_requests_finished{finished_reason=\"length\"}"), 0.0);
+  EXPECT_LT(*server_metric(server.port(), "dspark:generation_tokens"), 480.0);
   // Still serving.
   EXPECT_EQ(http_post(server.port(), "/v1/completions", completion_body("Hi", 4, false)).status, 200);
 }
