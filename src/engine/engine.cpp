@@ -40,6 +40,8 @@ void EngineOptions::validate(const Transformer& model) const {
   DSPARK_CHECK(block_size >= 1, "block_size must be >= 1, got {}", block_size);
   DSPARK_CHECK(num_kv_blocks >= 0, "num_kv_blocks must be >= 0, got {}", num_kv_blocks);
   DSPARK_CHECK(max_waiting >= 1, "max_waiting must be >= 1, got {}", max_waiting);
+  DSPARK_CHECK(spec_schedule != SpecSchedule::kAdaptive || step_cost != nullptr,
+               "the adaptive speculation schedule needs a step-cost profile (SPS table)");
 }
 
 Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptions& options,
@@ -70,6 +72,11 @@ Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptio
   draft_owners_.reserve(options_.max_running);
   committed_.reserve(options_.max_running);
   running_.reserve(options_.max_running);
+  schedule_metrics_.verified_length_counts.assign(k + 1, 0);
+  survival_.assign(options_.max_running, std::vector<double>(k));
+  survival_views_.reserve(options_.max_running);
+  chosen_lengths_.reserve(options_.max_running);
+  deciding_.reserve(options_.max_running);
   if (proposer_ && proposer_->capabilities().needs_target_hidden_states) {
     DSPARK_CHECK(model.options().capture_layers == proposer_->target_layers(),
                  "the proposer needs the target's hidden states of layers [{}], but the target captures [{}]",
@@ -112,10 +119,12 @@ bool Engine::step() {
   drop_cancelled();
   if (!has_unfinished()) return false;
   propose_drafts();
+  if (options_.spec_schedule == SpecSchedule::kAdaptive) choose_verified_lengths();
   schedule();
   if (scheduled_.empty()) return false;
   run_forward_and_commit();
   ++counters_.num_steps;
+  ++schedule_metrics_.steps;
   return true;
 }
 
@@ -147,13 +156,20 @@ void Engine::propose_drafts() {
   if (!proposer_) return;
   draft_requests_.clear();
   draft_owners_.clear();
+  // Adaptive: never draft what the scheduler could not admit at this load, even if every
+  // draft were certain to be accepted.
+  int32_t budget = proposer_->num_speculative_tokens();
+  if (options_.spec_schedule == SpecSchedule::kAdaptive) {
+    int64_t decoding = 0;
+    for (const auto& r : running_) decoding += r->is_decoding() ? 1 : 0;
+    budget = PrefixScheduler::max_useful_drafts(decoding, budget, *options_.step_cost);
+  }
   for (auto& r : running_) {
     if (!r->is_decoding()) continue;
     // Never draft past what could be committed: max_tokens and the context both bound it.
     const int64_t room_tokens = r->options.max_tokens - r->num_output_tokens() - 1;
     const int64_t room_context = model_.max_model_len() - static_cast<int64_t>(r->tokens.size()) - 1;
-    const int64_t max_drafts =
-        std::clamp<int64_t>(std::min(room_tokens, room_context), 0, proposer_->num_speculative_tokens());
+    const int64_t max_drafts = std::clamp<int64_t>(std::min(room_tokens, room_context), 0, budget);
     DraftRequest dr;
     dr.slot = r->slot;
     dr.tokens = r->tokens;
@@ -175,6 +191,48 @@ void Engine::propose_drafts() {
     r.draft_probs = d.probs;
     r.draft_confidence = d.confidence;
   }
+}
+
+void Engine::survival_of(const Request& r, std::vector<double>& out) const {
+  const size_t n = r.drafts.size();
+  double a = 1.0;
+  for (size_t i = 0; i < n; ++i) {
+    double c;
+    if (r.draft_confidence) {
+      c = r.draft_confidence[i];
+    } else {
+      // No confidence head: the acceptance rate measured so far at this position, given
+      // that the previous ones survived (Laplace-smoothed so early rounds explore).
+      const auto& m = spec_metrics_;
+      const double accepted = i < m.accepted_per_position.size() ? static_cast<double>(m.accepted_per_position[i]) : 0;
+      const double drafted = i < m.drafted_per_position.size() ? static_cast<double>(m.drafted_per_position[i]) : 0;
+      c = (accepted + 1.0) / (drafted + 2.0);
+    }
+    a *= std::clamp(c, 0.0, 1.0);
+    out[i] = a;
+  }
+}
+
+void Engine::choose_verified_lengths() {
+  deciding_.clear();
+  survival_views_.clear();
+  int64_t decoding = 0;
+  for (auto& r : running_) {
+    if (!r->is_decoding()) continue;
+    ++decoding;
+    if (r->drafts.empty()) continue;
+    std::vector<double>& a = survival_[deciding_.size()];
+    survival_of(*r, a);
+    survival_views_.emplace_back(a.data(), r->drafts.size());
+    deciding_.push_back(r.get());
+  }
+  if (decoding == 0) return;
+  // Requests without drafts still verify their anchor: they count in R with no candidates.
+  for (int64_t i = static_cast<int64_t>(deciding_.size()); i < decoding; ++i) survival_views_.emplace_back();
+  chosen_lengths_.assign(survival_views_.size(), 0);
+  const double predicted = prefix_scheduler_.choose(survival_views_, *options_.step_cost, chosen_lengths_);
+  schedule_metrics_.predicted_accepted += predicted;
+  for (size_t i = 0; i < deciding_.size(); ++i) deciding_[i]->drafts.resize(chosen_lengths_[i]);
 }
 
 void Engine::preempt(Request& victim) {
@@ -266,7 +324,7 @@ void Engine::run_forward_and_commit() {
     } else {
       r.num_computed += s.num_real - 1;  // the anchor's KV is accounted for in commit()
       try {
-        commit(r, result.logits + logit_row * vocab);
+        commit(r, result.logits + logit_row * vocab, /*decoding_round=*/s.num_real == 1);
       } catch (const std::exception& e) {
         RequestOutput out;
         out.error = e.what();
@@ -296,7 +354,7 @@ void Engine::run_forward_and_commit() {
   }
 }
 
-void Engine::commit(Request& r, const float* logits) {
+void Engine::commit(Request& r, const float* logits, bool decoding_round) {
   const int64_t vocab = model_.config().vocab_size;
   const int32_t num_drafts = static_cast<int32_t>(r.drafts.size());
   const SamplingParams& sp = r.options.sampling;
@@ -322,6 +380,13 @@ void Engine::commit(Request& r, const float* logits) {
   if (num_drafts > 0) {
     r.spec_metrics.record_round(num_drafts, verdict.num_accepted);
     spec_metrics_.record_round(num_drafts, verdict.num_accepted);
+  }
+  if (proposer_ && decoding_round) {
+    ScheduleMetrics& sm = schedule_metrics_;
+    ++sm.request_rounds;
+    sm.verified_drafts += num_drafts;
+    sm.realized_accepted += verdict.num_accepted;
+    if (static_cast<size_t>(num_drafts) < sm.verified_length_counts.size()) ++sm.verified_length_counts[num_drafts];
   }
   // The anchor and the accepted drafts now have valid KV; the new token does not yet.
   r.num_computed += 1 + verdict.num_accepted;

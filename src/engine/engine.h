@@ -30,11 +30,18 @@
 #include "model/kv_pool.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "spec/prefix_scheduler.h"
 #include "spec/proposer.h"
 #include "spec/rejection_sampler.h"
 #include "spec/spec_metrics.h"
 
 namespace dspark {
+
+// How many drafted tokens each request verifies per step.
+enum class SpecSchedule {
+  kFixed,     // every draft the proposer made (up to num_speculative_tokens)
+  kAdaptive,  // the prefix scheduler's choice given predicted survival and SPS(B)
+};
 
 struct EngineOptions {
   int64_t max_running = 16;        // requests admitted (holding KV) at once
@@ -44,8 +51,24 @@ struct EngineOptions {
   int64_t num_kv_blocks = 0;       // 0 = enough for max_running sequences of full length
   DType kv_dtype = DType::kF32;    // KV cache storage
   int64_t max_waiting = 1024;      // queue limit; add_request refuses beyond it
+  SpecSchedule spec_schedule = SpecSchedule::kFixed;
+  std::shared_ptr<const StepCostTable> step_cost;  // SPS(B); required for kAdaptive
 
   void validate(const Transformer& model) const;
+};
+
+// What the speculation schedule chose and how its predictions fared.
+struct ScheduleMetrics {
+  std::vector<int64_t> verified_length_counts;  // [K + 1] request-rounds that verified L drafts
+  int64_t steps = 0;                            // steps with at least one decoding request
+  int64_t request_rounds = 0;                   // decoding requests summed over those steps
+  int64_t verified_drafts = 0;                  // drafts sent to the target
+  double predicted_accepted = 0;                // the scheduler's expected accepted drafts
+  int64_t realized_accepted = 0;                // accepted drafts among those verified
+
+  double mean_verified_length() const {
+    return request_rounds ? static_cast<double>(verified_drafts) / static_cast<double>(request_rounds) : 0.0;
+  }
 };
 
 struct EngineStats {
@@ -76,6 +99,7 @@ class Engine {
   bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
 
   const SpecDecodeMetrics& spec_metrics() const { return spec_metrics_; }
+  const ScheduleMetrics& schedule_metrics() const { return schedule_metrics_; }
   EngineStats stats() const;
   const Transformer& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
@@ -91,10 +115,16 @@ class Engine {
 
   void drop_cancelled();
   void propose_drafts();
+  // kAdaptive: cut each decoding request's drafts to the prefix scheduler's length.
+  void choose_verified_lengths();
+  // Survival estimates a_{r,1..n} for one request's drafts, into `out`.
+  void survival_of(const Request& request, std::vector<double>& out) const;
   void schedule();
   void preempt(Request& victim);
   void run_forward_and_commit();
-  void commit(Request& request, const float* logits);  // logits: [num_drafts + 1, vocab]
+  // logits: [num_drafts + 1, vocab]. decoding_round: the request fed only its anchor (and
+  // drafts), as opposed to the last chunk of a prefill.
+  void commit(Request& request, const float* logits, bool decoding_round);
   // Appends one token; returns true when the request finished.
   bool append_token(Request& request, int32_t token, RequestOutput& out);
   void finish(Request& request, FinishReason reason, RequestOutput& out);
@@ -109,6 +139,8 @@ class Engine {
   LogitsProcessor logits_processor_;
   RejectionSampler rejection_sampler_;
   SpecDecodeMetrics spec_metrics_;
+  ScheduleMetrics schedule_metrics_;
+  PrefixScheduler prefix_scheduler_;
 
   int64_t next_request_id_ = 1;
   std::deque<std::unique_ptr<Request>> waiting_;
@@ -128,6 +160,10 @@ class Engine {
   std::vector<Draft> draft_results_;
   std::vector<Request*> draft_owners_;
   std::vector<CommittedHiddenStates> committed_;  // [max_running] for hidden-state proposers
+  std::vector<Request*> deciding_;                // decoding requests with drafts this step
+  std::vector<std::vector<double>> survival_;     // [max_running][K] a_{r,i}
+  std::vector<std::span<const double>> survival_views_;
+  std::vector<int32_t> chosen_lengths_;           // [max_running]
 };
 
 // Runs one request to completion on an otherwise idle engine (the CLI's generate and

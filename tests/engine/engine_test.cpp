@@ -274,6 +274,33 @@ TEST(Engine, HiddenStateProposerNeedsMatchingCaptureLayers) {
                Error);
 }
 
+TEST(Engine, AdaptiveScheduleKeepsGreedyOutputAndFollowsTheCostTable) {
+  const auto ps = prompts(8);
+  const auto reference = plain_reference(ps, 20);
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  auto run = [&](std::vector<double> sps) {
+    EngineOptions o{.max_running = 4, .max_batch_tokens = 64};
+    o.spec_schedule = SpecSchedule::kAdaptive;
+    o.step_cost = std::make_shared<StepCostTable>(std::move(sps));
+    DraftModelOptions d{.num_speculative_tokens = 4, .max_running = 4, .block_size = 4};
+    Engine engine(*model, tok, o, std::make_unique<DraftModelProposer>(load(models().target_dir, 4), d));
+    EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
+    return engine.schedule_metrics();
+  };
+  // Free extra tokens: everything drafted is verified (the target drafts for itself, so
+  // every draft is accepted and predictions approach the truth).
+  const ScheduleMetrics idle = run(std::vector<double>(64, 1.0));
+  EXPECT_GT(idle.mean_verified_length(), 3.0);
+  // Every extra token costs as much as a whole step: nothing is worth verifying, and the
+  // drafter is not even asked.
+  std::vector<double> linear(64);
+  for (int b = 1; b <= 64; ++b) linear[b - 1] = 1.0 / (b + 1.0);  // even pricier than linear
+  const ScheduleMetrics busy = run(linear);
+  EXPECT_EQ(busy.verified_drafts, 0);
+  EXPECT_GT(busy.request_rounds, 0);
+}
+
 TEST(Engine, CancelFreesBlocksAndFinishesRequest) {
   auto model = load(models().target_dir);
   const Tokenizer tok = Tokenizer::from_dir(models().target_dir);

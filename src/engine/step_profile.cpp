@@ -1,0 +1,154 @@
+#include "engine/step_profile.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/clock.h"
+#include "core/threads.h"
+#include "model/block_allocator.h"
+#include "model/kv_pool.h"
+
+namespace dspark {
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 1);
+  }
+  return "unknown-cpu";
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+StepCostTable measure_step_cost(Transformer& model, const StepProfileOptions& o) {
+  DSPARK_CHECK(o.max_tokens >= 1 && o.max_tokens <= model.options().max_batch_tokens,
+               "profile range 1..{} must fit the model's max_batch_tokens {}", o.max_tokens,
+               model.options().max_batch_tokens);
+  const int64_t per_seq = std::max<int64_t>(1, o.tokens_per_sequence);
+  const int64_t max_seqs = (o.max_tokens + per_seq - 1) / per_seq;
+  DSPARK_CHECK(max_seqs <= model.options().max_sequences, "profiling {} tokens needs {} sequences; the model allows {}",
+               o.max_tokens, max_seqs, model.options().max_sequences);
+  const int64_t context = std::min<int64_t>(o.context_length, model.max_model_len() - per_seq);
+  DSPARK_CHECK(context >= 1, "the model's context is too short to profile");
+  constexpr int64_t kBlock = 16;
+  const int64_t blocks_per_seq = (context + per_seq + kBlock - 1) / kBlock;
+  KvPool kv(model.config(), KvPoolOptions{max_seqs * blocks_per_seq, kBlock, DType::kF32});
+  BlockAllocator allocator(kv.num_blocks());
+  std::vector<BlockTable> tables(max_seqs);
+  // Fill every sequence's context once (its KV content does not affect the timing).
+  for (auto& t : tables) {
+    DSPARK_CHECK(t.reserve(context + per_seq, kBlock, allocator), "profile KV pool too small");
+    for (int64_t done = 0; done < context;) {
+      const int64_t n = std::min(context - done, model.options().max_batch_tokens);
+      std::vector<int32_t> ids(n, 1);
+      const SequenceSlice slice{static_cast<int32_t>(n), static_cast<int32_t>(done), t.data()};
+      model.forward(ForwardBatch{ids, {&slice, 1}, {}}, kv);
+      done += n;
+    }
+  }
+
+  auto time_step = [&](int64_t num_tokens) {
+    std::vector<int32_t> ids(num_tokens, 1), rows(num_tokens);
+    std::iota(rows.begin(), rows.end(), 0);
+    std::vector<SequenceSlice> slices;
+    for (int64_t left = num_tokens, s = 0; left > 0; ++s) {
+      const int64_t n = std::min(left, per_seq);
+      slices.push_back({static_cast<int32_t>(n), static_cast<int32_t>(context), tables[s].data()});
+      left -= n;
+    }
+    double best = 1e30;
+    for (int32_t rep = 0; rep < std::max(1, o.repeats); ++rep) {
+      const double t0 = now_seconds();
+      model.forward(ForwardBatch{ids, slices, rows}, kv);
+      best = std::min(best, now_seconds() - t0);
+    }
+    return best;
+  };
+
+  std::vector<int64_t> points;
+  for (int64_t b = 1; b <= o.max_tokens; b += b < 32 ? 1 : 8) points.push_back(b);
+  if (points.back() != o.max_tokens) points.push_back(o.max_tokens);
+  time_step(1);  // warm-up
+  std::vector<double> seconds(points.size());
+  for (size_t i = 0; i < points.size(); ++i) seconds[i] = time_step(points[i]);
+
+  std::vector<double> sps(o.max_tokens);
+  size_t k = 0;
+  for (int64_t b = 1; b <= o.max_tokens; ++b) {
+    while (k + 1 < points.size() && points[k + 1] <= b) ++k;
+    double t = seconds[k];
+    if (points[k] != b && k + 1 < points.size()) {
+      const double w = static_cast<double>(b - points[k]) / static_cast<double>(points[k + 1] - points[k]);
+      t = seconds[k] * (1 - w) + seconds[k + 1] * w;
+    }
+    sps[b - 1] = 1.0 / t;
+  }
+  return StepCostTable(std::move(sps));
+}
+
+std::string step_profile_key(const std::filesystem::path& model_dir, const Transformer& model,
+                             const StepProfileOptions& o) {
+  std::ostringstream key;
+  key << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|' << num_threads() << '|'
+      << cpu_model_name() << '|' << o.max_tokens << '|' << o.context_length << '|' << o.tokens_per_sequence;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
+    if (entry.path().extension() == ".safetensors") {
+      key << '|' << entry.path().filename().string() << ':' << entry.file_size(ec) << ':'
+          << entry.last_write_time(ec).time_since_epoch().count();
+    }
+  }
+  std::ostringstream hex;
+  hex << std::hex << fnv1a(key.str());
+  return hex.str();
+}
+
+StepCostTable load_or_measure_step_cost(const std::filesystem::path& model_dir, Transformer& model,
+                                        const StepProfileOptions& options, const std::filesystem::path& cache_dir,
+                                        bool* measured) {
+  const auto path = cache_dir / "step_profile" / (step_profile_key(model_dir, model, options) + ".json");
+  if (std::filesystem::exists(path)) {
+    try {
+      const auto json = nlohmann::json::parse(std::ifstream(path));
+      if (measured) *measured = false;
+      return StepCostTable(json.at("steps_per_second").get<std::vector<double>>());
+    } catch (const std::exception&) {
+      // A damaged cache entry is measured again and overwritten.
+    }
+  }
+  StepCostTable table = measure_step_cost(model, options);
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  const auto tmp = path.string() + ".tmp";
+  std::ofstream(tmp) << nlohmann::json{{"model_dir", model_dir.string()},
+                                      {"threads", num_threads()},
+                                      {"max_tokens", options.max_tokens},
+                                      {"steps_per_second", table.values()}}
+                            .dump();
+  std::filesystem::rename(tmp, path, ec);
+  if (measured) *measured = true;
+  return table;
+}
+
+std::filesystem::path default_cache_dir() {
+  if (const char* dir = std::getenv("DSPARK_CACHE_DIR")) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return std::filesystem::path(xdg) / "dspark";
+  if (const char* home = std::getenv("HOME")) return std::filesystem::path(home) / ".cache" / "dspark";
+  return std::filesystem::temp_directory_path() / "dspark-cache";
+}
+
+}  // namespace dspark

@@ -1,0 +1,76 @@
+// The hardware-aware prefix scheduler (DSpark, Algorithm 1; DESIGN §4): each step, decide
+// for every running request how many of its drafted tokens the target verifies.
+//
+// Inputs: R running requests; for request r and draft position i (1-based) the survival
+// a_{r,i} = ∏_{j≤i} c_{r,j}, the predicted probability that drafts 1..i all survive
+// verification; and SPS(B), target forward steps per second for a B-token batch.
+//
+//   start: B = R (every request verifies at least its anchor), τ = R, Φ_best = R·SPS(R)
+//   take candidates (r, i) in order of a_{r,i}, highest first (a position only after its
+//   predecessor; ties in prefix order), and for each: B += 1, τ += a_{r,i},
+//   Φ = τ·SPS(B); admit it (L_r = i) while Φ ≥ Φ_best (Φ_best = Φ), and STOP at the first
+//   candidate whose Φ drops below Φ_best.
+//
+// The early stop is what keeps verification lossless: whether (r, i) is admitted depends
+// only on candidates ranked before it and on its own survival, which depends on the drafts
+// before it — never on draft tokens beyond the one being admitted. A scheduler that kept
+// searching for a later, higher Φ would make admitting x_1 depend on x_2's confidence, and
+// the accepted-token distribution would no longer be the target's (tests/spec show both).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dspark {
+
+// SPS(B) for B = 1 .. max_tokens: steps per second of one target forward of B tokens.
+class StepCostTable {
+ public:
+  StepCostTable() = default;
+  // steps_per_second[B - 1] = SPS(B). Smoothed on construction so that SPS never increases
+  // with B (a larger batch is never faster per step) — measurement noise otherwise creates
+  // spurious optima.
+  explicit StepCostTable(std::vector<double> steps_per_second);
+
+  int64_t max_tokens() const { return static_cast<int64_t>(sps_.size()); }
+  // B beyond the table is extrapolated at the last entry's time per token.
+  double sps(int64_t num_tokens) const;
+  const std::vector<double>& values() const { return sps_; }
+
+ private:
+  std::vector<double> sps_;  // [max_tokens]
+};
+
+struct PrefixSchedulerOptions {
+  // Keep searching past a drop in Φ (the biased variant). Only for tests that demonstrate
+  // why the early stop matters; never set in the engine.
+  bool search_past_drop = false;
+};
+
+class PrefixScheduler {
+ public:
+  explicit PrefixScheduler(PrefixSchedulerOptions options = {});
+
+  // survival[r]: a_{r,1..n_r} for request r (non-increasing along i; n_r = drafts it has).
+  // Writes L_r (0 .. n_r) into lengths[r]. Returns the predicted number of accepted tokens
+  // τ − R of the chosen plan. Allocation-free after the first calls of a given size.
+  double choose(std::span<const std::span<const double>> survival, const StepCostTable& cost,
+                std::span<int32_t> lengths);
+
+  // The most drafts any request could usefully verify at load R: past this many extra
+  // tokens, even certain acceptance cannot beat verifying anchors only (used to budget
+  // the drafter).
+  static int32_t max_useful_drafts(int64_t num_requests, int32_t max_drafts, const StepCostTable& cost);
+
+ private:
+  struct Candidate {
+    double survival;
+    int32_t request;
+    int32_t position;  // 1-based
+  };
+  PrefixSchedulerOptions options_;
+  std::vector<Candidate> candidates_;
+};
+
+}  // namespace dspark
