@@ -8,6 +8,7 @@ namespace dspark::cli {
 
 void register_generate(CLI::App& app);
 void register_eval(CLI::App& app);
+void register_profile(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_bench(CLI::App& app);
 

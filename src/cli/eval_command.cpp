@@ -56,7 +56,10 @@ void run_eval(EvalArgs& args) {
   args.speculator.compute = parse_dtype(args.model.dtype);
   args.speculator.target_model_dir = args.model.model_dir;
   LoadedModel loaded = load_model(args.model, 1, speculator_capture_layers(args.speculator));
-  Engine spec(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1), make_proposer(args.speculator, *loaded.model));
+  auto proposer = make_proposer(args.speculator, *loaded.model);
+  EngineOptions spec_options = engine_options(args.model, 1);
+  configure_schedule(spec_options, args.model, *loaded.model, proposer != nullptr);
+  Engine spec(*loaded.model, *loaded.tokenizer, spec_options, std::move(proposer));
   Engine plain(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1));
   const bool speculative = spec.proposer() != nullptr;
   const int32_t num_spec_tokens = speculative ? spec.proposer()->num_speculative_tokens() : 0;

@@ -61,7 +61,9 @@ void run_generate(GenerateArgs& args) {
 
   auto proposer = make_proposer(args.speculator, *loaded.model);
   const bool speculative = proposer != nullptr;
-  Engine engine(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1), std::move(proposer));
+  EngineOptions spec_options = engine_options(args.model, 1);
+  configure_schedule(spec_options, args.model, *loaded.model, speculative);
+  Engine engine(*loaded.model, *loaded.tokenizer, spec_options, std::move(proposer));
   Engine plain(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1));
   if (speculative && !args.quiet) {
     warm_up(engine, prompt_ids);

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   dspark::cli::register_generate(app);
   dspark::cli::register_eval(app);
+  dspark::cli::register_profile(app);
   dspark::cli::register_serve(app);
   dspark::cli::register_bench(app);
   try {

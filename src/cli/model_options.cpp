@@ -1,11 +1,14 @@
 #include "cli/model_options.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/threads.h"
+#include "engine/step_profile.h"
 
 namespace dspark::cli {
 
@@ -17,6 +20,11 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
   cmd->add_option("--max-model-len", a.max_model_len, "Context length (0 = the model's)")->capture_default_str();
   cmd->add_option("--max-batch-tokens", a.max_batch_tokens, "Tokens per forward pass (prefill chunk)")
       ->capture_default_str();
+  cmd->add_option("--spec-schedule", a.spec_schedule,
+                  "Drafts verified per step: fixed (all) or adaptive (hardware-aware prefix scheduler)")
+      ->check(CLI::IsMember({"fixed", "adaptive"}))
+      ->capture_default_str();
+  cmd->add_flag("--reprofile", a.reprofile, "Measure the step-cost profile again (adaptive schedule)");
 }
 
 void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
@@ -75,6 +83,25 @@ void warm_up(Engine& engine, const std::vector<int32_t>& prompt) {
   g.sampling.temperature = 0;
   g.ignore_eos = true;
   generate_one(engine, prompt, g);
+}
+
+void configure_schedule(EngineOptions& options, const ModelArgs& args, Transformer& model, bool speculative) {
+  if (!speculative || args.spec_schedule != "adaptive") return;
+  StepProfileOptions profile;
+  profile.max_tokens = std::min<int64_t>(options.max_batch_tokens, model.options().max_batch_tokens);
+  profile.tokens_per_sequence = std::max<int64_t>(1, (profile.max_tokens + model.options().max_sequences - 1) /
+                                                         model.options().max_sequences);
+  profile.tokens_per_sequence = std::max<int64_t>(profile.tokens_per_sequence, 9);
+  const auto cache = default_cache_dir();
+  if (args.reprofile) std::filesystem::remove(cache / "step_profile" / (step_profile_key(args.model_dir, model, profile) + ".json"));
+  bool measured = false;
+  const double t0 = now_seconds();
+  options.step_cost = std::make_shared<StepCostTable>(load_or_measure_step_cost(args.model_dir, model, profile, cache, &measured));
+  options.spec_schedule = SpecSchedule::kAdaptive;
+  const auto& sps = options.step_cost->values();
+  std::fprintf(stderr, "[dspark] step-cost profile %s (%.1f s): SPS(1) %.0f, SPS(9) %.0f, SPS(%lld) %.0f steps/s\n",
+               measured ? "measured" : "cached", now_seconds() - t0, sps[0], sps[std::min<size_t>(8, sps.size() - 1)],
+               static_cast<long long>(sps.size()), sps.back());
 }
 
 std::string format_position_rates(const SpecDecodeMetrics& m) {

@@ -24,6 +24,8 @@ struct ModelArgs {
   int threads = 0;                 // 0 = OpenMP default
   int64_t max_model_len = 0;       // 0 = the model's
   int64_t max_batch_tokens = 256;  // tokens per forward (prefill chunk)
+  std::string spec_schedule = "adaptive";  // fixed | adaptive (prefix scheduler)
+  bool reprofile = false;          // measure SPS(B) again instead of using the cached profile
 };
 
 struct LoadedModel {
@@ -40,6 +42,10 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& options);
 // forward returns (a block drafter's, from speculator_capture_layers()).
 LoadedModel load_model(const ModelArgs& args, int64_t max_sequences, std::vector<int32_t> capture_layers = {});
 EngineOptions engine_options(const ModelArgs& args, int64_t max_running);
+// For a speculative engine with --spec-schedule adaptive: loads (or measures and caches)
+// the target's step-cost profile and switches the options to the adaptive schedule.
+// Prints one line saying which. A no-op for fixed or without a speculator.
+void configure_schedule(EngineOptions& options, const ModelArgs& args, Transformer& model, bool speculative);
 
 // Runs a short greedy request so that first-use costs (page faults on weights and KV,
 // lazily created kernels) do not land in a measurement.

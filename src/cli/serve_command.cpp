@@ -70,8 +70,9 @@ void run_serve(ServeArgs& args) {
   EngineLoopOptions loop_options;
   loop_options.max_waiting = args.max_waiting;
   loop_options.on_finished = [&metrics](const FinishedRequest& r) { metrics.observe(r); };
-  EngineLoop loop(*loaded.model, *loaded.tokenizer, engine_options(args.model, args.max_running), std::move(proposer),
-                  loop_options);
+  EngineOptions engine = engine_options(args.model, args.max_running);
+  configure_schedule(engine, args.model, *loaded.model, proposer != nullptr);
+  EngineLoop loop(*loaded.model, *loaded.tokenizer, engine, std::move(proposer), loop_options);
 
   HttpServerOptions server_options;
   server_options.host = args.host;

@@ -100,6 +100,7 @@ class Engine {
 
   const SpecDecodeMetrics& spec_metrics() const { return spec_metrics_; }
   const ScheduleMetrics& schedule_metrics() const { return schedule_metrics_; }
+  const StepCostTable* step_cost() const { return options_.step_cost.get(); }
   EngineStats stats() const;
   const Transformer& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }

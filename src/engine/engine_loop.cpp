@@ -31,6 +31,8 @@ EngineLoop::EngineLoop(Transformer& model, const Tokenizer& tokenizer, const Eng
   engine_ = std::make_unique<Engine>(model, tokenizer, with_queue_room(engine_options, options_), std::move(proposer));
   stats_.spec = engine_->spec_metrics();
   stats_.engine = engine_->stats();
+  stats_.schedule = engine_->schedule_metrics();
+  if (engine_->step_cost()) stats_.step_cost = engine_->step_cost()->values();
   taken_.reserve(16);
   live_.reserve(max_running_ + options_.max_waiting + 1);
   thread_ = std::thread([this, threads = num_threads()] { run(threads); });
@@ -253,6 +255,7 @@ void EngineLoop::publish_stats() {
   std::lock_guard lock(stats_mu_);
   stats_.engine = engine_->stats();
   stats_.spec = engine_->spec_metrics();
+  stats_.schedule = engine_->schedule_metrics();
   stats_.in_flight = in_flight;
 }
 

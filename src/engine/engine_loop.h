@@ -61,6 +61,8 @@ struct EngineLoopOptions {
 struct EngineLoopStats {
   EngineStats engine;                // running, waiting, KV blocks, steps, preemptions
   SpecDecodeMetrics spec;            // all requests so far
+  ScheduleMetrics schedule;          // verified lengths chosen, predicted vs realized acceptance
+  std::vector<double> step_cost;     // SPS(B) for B = 1.. (adaptive schedule), else empty
   std::array<int64_t, 5> finished{};  // per FinishReason (indexed by its value)
   int64_t num_rejected = 0;          // refused by submit() (queue full)
   int64_t prompt_tokens = 0;         // of finished requests

@@ -31,6 +31,23 @@ std::string ServerMetrics::render(const EngineLoopStats& s) const {
   w.counter("dspark:spec_decode_num_draft_tokens", "Draft tokens verified.", static_cast<double>(s.spec.num_draft_tokens));
   w.counter("dspark:spec_decode_num_accepted_tokens", "Draft tokens accepted.",
             static_cast<double>(s.spec.num_accepted_tokens));
+  w.family("dspark:spec_decode_verified_length", "Request-rounds by the number of drafts verified (L).", "counter");
+  for (size_t l = 0; l < s.schedule.verified_length_counts.size(); ++l) {
+    w.sample("dspark:spec_decode_verified_length", static_cast<double>(s.schedule.verified_length_counts[l]),
+             {{"length", std::to_string(l)}});
+  }
+  w.gauge("dspark:spec_decode_mean_verified_length", "Mean drafts verified per decoding request-round.",
+          s.schedule.mean_verified_length());
+  w.counter("dspark:spec_decode_predicted_accepted_tokens", "Accepted drafts the scheduler predicted (adaptive).",
+            s.schedule.predicted_accepted);
+  w.counter("dspark:spec_decode_realized_accepted_tokens", "Accepted drafts among those verified.",
+            static_cast<double>(s.schedule.realized_accepted));
+  if (!s.step_cost.empty()) {
+    w.family("dspark:step_cost_steps_per_second", "Profiled target steps per second for a batch of B tokens.", "gauge");
+    for (size_t b = 0; b < s.step_cost.size(); ++b) {
+      w.sample("dspark:step_cost_steps_per_second", s.step_cost[b], {{"tokens", std::to_string(b + 1)}});
+    }
+  }
   w.family("dspark:spec_decode_num_accepted_tokens_per_pos", "Draft tokens accepted at each draft position.", "counter");
   for (int32_t i = 0; i < s.spec.max_positions(); ++i) {
     w.sample("dspark:spec_decode_num_accepted_tokens_per_pos", static_cast<double>(s.spec.accepted_per_position[i]),
