@@ -1,12 +1,11 @@
 #include "model/config.h"
 
-#include <cstdlib>
-#include <fstream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "model/json_fields.h"
 
 namespace dspark {
 
@@ -16,111 +15,31 @@ namespace {
 
 constexpr std::string_view kSupportedTypes = "llama, mistral, qwen2, qwen3";
 
-// Shortest text of a json value for error messages.
-std::string describe(const json& value) {
-  std::string text = value.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return fmt::format("{} {}", value.type_name(), text);
+// Token ids of a field: an int, a list of ints (empty list = none), or null/absent.
+std::vector<int64_t> get_token_ids(const JsonFields& fields, std::string_view key) {
+  const json* v = fields.find(key);
+  if (!v) return {};
+  std::vector<int64_t> ids;
+  if (v->is_array()) {
+    for (const json& item : *v) {
+      DSPARK_CHECK(item.is_number_integer(),
+                   "{}: field '{}' must be an integer or a list of integers, got {}",
+                   fields.source(), fields.name(key), describe_json(*v));
+      ids.push_back(fields.as_int(item, key));
+    }
+  } else {
+    DSPARK_CHECK(v->is_number_integer(),
+                 "{}: field '{}' must be an integer or a list of integers, got {}",
+                 fields.source(), fields.name(key), describe_json(*v));
+    ids.push_back(fields.as_int(*v, key));
+  }
+  for (int64_t id : ids)
+    DSPARK_CHECK(id >= 0, "{}: field '{}' holds a negative token id {}", fields.source(),
+                 fields.name(key), id);
+  return ids;
 }
 
-// Typed, strict access to the fields of one JSON object. `prefix` qualifies nested field
-// names in messages ("rope_scaling.factor"). A null value counts as absent, as Hugging Face
-// writes null for unset optional fields.
-class Fields {
- public:
-  Fields(const json& object, const std::string& source, std::string prefix = "")
-      : object_(object), source_(source), prefix_(std::move(prefix)) {}
-
-  const json* find(std::string_view key) const {
-    auto it = object_.find(key);
-    if (it == object_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-  bool has(std::string_view key) const { return find(key) != nullptr; }
-  std::string name(std::string_view key) const { return prefix_ + std::string(key); }
-
-  int64_t get_int(std::string_view key) const {
-    const json* v = find(key);
-    DSPARK_CHECK(v, "{}: missing required field '{}' (an integer)", source_, name(key));
-    return as_int(*v, key);
-  }
-  int64_t get_int(std::string_view key, int64_t fallback) const {
-    const json* v = find(key);
-    return v ? as_int(*v, key) : fallback;
-  }
-  int64_t as_int(const json& v, std::string_view key) const {
-    DSPARK_CHECK(v.is_number_integer(), "{}: field '{}' must be an integer, got {}", source_,
-                 name(key), describe(v));
-    DSPARK_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{INT64_MAX},
-                 "{}: field '{}' is out of range: {}", source_, name(key), v.dump());
-    return v.get<int64_t>();
-  }
-
-  double get_number(std::string_view key) const {
-    const json* v = find(key);
-    DSPARK_CHECK(v, "{}: missing required field '{}' (a number)", source_, name(key));
-    return as_number(*v, key);
-  }
-  double get_number(std::string_view key, double fallback) const {
-    const json* v = find(key);
-    return v ? as_number(*v, key) : fallback;
-  }
-  double as_number(const json& v, std::string_view key) const {
-    DSPARK_CHECK(v.is_number(), "{}: field '{}' must be a number, got {}", source_, name(key),
-                 describe(v));
-    return v.get<double>();
-  }
-
-  bool get_bool(std::string_view key, bool fallback) const {
-    const json* v = find(key);
-    if (!v) return fallback;
-    DSPARK_CHECK(v->is_boolean(), "{}: field '{}' must be true or false, got {}", source_,
-                 name(key), describe(*v));
-    return v->get<bool>();
-  }
-
-  std::optional<std::string> get_string(std::string_view key) const {
-    const json* v = find(key);
-    if (!v) return std::nullopt;
-    DSPARK_CHECK(v->is_string(), "{}: field '{}' must be a string, got {}", source_, name(key),
-                 describe(*v));
-    return v->get<std::string>();
-  }
-
-  // int, list of ints (empty list = none) or null/absent.
-  std::vector<int64_t> get_token_ids(std::string_view key) const {
-    const json* v = find(key);
-    if (!v) return {};
-    std::vector<int64_t> ids;
-    if (v->is_array()) {
-      for (const json& item : *v) {
-        DSPARK_CHECK(item.is_number_integer(),
-                     "{}: field '{}' must be an integer or a list of integers, got {}", source_,
-                     name(key), describe(*v));
-        ids.push_back(as_int(item, key));
-      }
-    } else {
-      DSPARK_CHECK(v->is_number_integer(),
-                   "{}: field '{}' must be an integer or a list of integers, got {}", source_,
-                   name(key), describe(*v));
-      ids.push_back(as_int(*v, key));
-    }
-    for (int64_t id : ids)
-      DSPARK_CHECK(id >= 0, "{}: field '{}' holds a negative token id {}", source_, name(key), id);
-    return ids;
-  }
-
-  void require_positive(std::string_view key, int64_t value) const {
-    DSPARK_CHECK(value > 0, "{}: field '{}' must be positive, got {}", source_, name(key), value);
-  }
-
- private:
-  const json& object_;
-  const std::string& source_;
-  std::string prefix_;
-};
-
-ModelType parse_model_type(const Fields& fields, const std::string& source) {
+ModelType parse_model_type(const JsonFields& fields, const std::string& source) {
   const std::optional<std::string> name = fields.get_string("model_type");
   DSPARK_CHECK(name, "{}: missing field 'model_type' (supported: {})", source, kSupportedTypes);
   if (*name == "llama") return ModelType::kLlama;
@@ -134,8 +53,8 @@ ModelType parse_model_type(const Fields& fields, const std::string& source) {
 RopeScaling parse_rope_scaling(const json& object, const std::string& source,
                                const std::string& where) {
   DSPARK_CHECK(object.is_object(), "{}: field '{}' must be an object or null, got {}", source,
-               where, describe(object));
-  const Fields fields(object, source, where + ".");
+               where, describe_json(object));
+  const JsonFields fields(object, source, where + ".");
   std::optional<std::string> type = fields.get_string("rope_type");
   if (!type) type = fields.get_string("type");
   DSPARK_CHECK(type, "{}: field '{}' has no 'rope_type' (supported: default, llama3)", source,
@@ -163,7 +82,7 @@ RopeScaling parse_rope_scaling(const json& object, const std::string& source,
 }
 
 // Sliding-window attention is not implemented; accept only configs where no layer uses it.
-void check_sliding_window(const ModelConfig& config, const Fields& fields,
+void check_sliding_window(const ModelConfig& config, const JsonFields& fields,
                           const std::string& source) {
   const int64_t window = fields.get_int("sliding_window", -1);
   bool used = window >= 0;
@@ -180,20 +99,13 @@ void check_sliding_window(const ModelConfig& config, const Fields& fields,
                source, window, config.max_position_embeddings);
   if (const json* layer_types = fields.find("layer_types")) {
     DSPARK_CHECK(layer_types->is_array(), "{}: field 'layer_types' must be a list, got {}",
-                 source, describe(*layer_types));
+                 source, describe_json(*layer_types));
     for (const json& type : *layer_types) {
       DSPARK_CHECK(type == "full_attention" || (type == "sliding_attention" && !used),
                    "{}: layer_types contains {}; only full attention is supported", source,
                    type.dump());
     }
   }
-}
-
-// Writes a float as its shortest decimal form (1e-05, not 9.999999747378752e-06), which
-// still reads back to the same float.
-double float_for_json(float value) {
-  const std::string text = fmt::format("{}", value);
-  return std::strtod(text.c_str(), nullptr);
 }
 
 std::string_view architecture_of(ModelType type) {
@@ -220,8 +132,8 @@ std::string_view model_type_to_string(ModelType type) {
 
 ModelConfig ModelConfig::from_json(const json& root, const std::string& source) {
   DSPARK_CHECK(root.is_object(), "{}: config must be a JSON object, got {}", source,
-               describe(root));
-  const Fields fields(root, source);
+               describe_json(root));
+  const JsonFields fields(root, source);
   ModelConfig c;
   c.model_type = parse_model_type(fields, source);
   c.model_type_name = std::string(model_type_to_string(c.model_type));
@@ -270,8 +182,8 @@ ModelConfig ModelConfig::from_json(const json& root, const std::string& source) 
   if (rope_parameters) {
     DSPARK_CHECK(rope_parameters->is_object(),
                  "{}: field 'rope_parameters' must be an object, got {}", source,
-                 describe(*rope_parameters));
-    rope_theta = Fields(*rope_parameters, source, "rope_parameters.")
+                 describe_json(*rope_parameters));
+    rope_theta = JsonFields(*rope_parameters, source, "rope_parameters.")
                      .get_number("rope_theta", rope_theta);
   }
   c.rope_theta = static_cast<float>(rope_theta);
@@ -304,9 +216,9 @@ ModelConfig ModelConfig::from_json(const json& root, const std::string& source) 
   }
   check_sliding_window(c, fields, source);
 
-  const std::vector<int64_t> bos = fields.get_token_ids("bos_token_id");
+  const std::vector<int64_t> bos = get_token_ids(fields, "bos_token_id");
   c.bos_token_id = bos.empty() ? -1 : bos.front();
-  c.eos_token_ids = fields.get_token_ids("eos_token_id");
+  c.eos_token_ids = get_token_ids(fields, "eos_token_id");
   c.eos_token_id = c.eos_token_ids.empty() ? -1 : c.eos_token_ids.front();
 
   std::optional<std::string> dtype = fields.get_string("torch_dtype");
@@ -316,17 +228,8 @@ ModelConfig ModelConfig::from_json(const json& root, const std::string& source) 
 }
 
 ModelConfig ModelConfig::from_file(const std::filesystem::path& path) {
-  const std::filesystem::path file =
-      std::filesystem::is_directory(path) ? path / "config.json" : path;
-  std::ifstream in(file);
-  DSPARK_CHECK(in, "cannot read model config {}: file not found or unreadable", file.string());
-  json root;
-  try {
-    root = json::parse(in);
-  } catch (const json::exception& e) {
-    DSPARK_FAIL("{}: invalid JSON: {}", file.string(), e.what());
-  }
-  return from_json(root, file.string());
+  const JsonFile file = read_json_config(path, "model config");
+  return from_json(file.root, file.source);
 }
 
 json ModelConfig::to_json() const {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "model/json_fields.h"
 
 namespace dspark {
 
@@ -16,108 +17,19 @@ using nlohmann::json;
 
 namespace {
 
-std::string describe(const json& value) {
-  std::string text = value.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return fmt::format("{} {}", value.type_name(), text);
+// A reader of one object of a drafter config: it must be a JSON object, and its integers
+// (ids, sizes, counts) are 32-bit.
+JsonFields reader(const json& object, const std::string& source, std::string prefix = "") {
+  DSPARK_CHECK(object.is_object(), "{}: {} must be a JSON object, got {}", source,
+               prefix.empty() ? std::string("the config") : "field '" + prefix.substr(0, prefix.size() - 1) + "'",
+               describe_json(object));
+  return JsonFields(object, source, std::move(prefix), JsonFields::IntRange::kInt32);
 }
-
-// Strict typed access to one JSON object's fields; null counts as absent (Hugging Face
-// writes null for unset optional fields). `prefix` qualifies nested names in messages.
-class Reader {
- public:
-  Reader(const json& object, const std::string& source, std::string prefix = "")
-      : object_(object), source_(source), prefix_(std::move(prefix)) {
-    DSPARK_CHECK(object.is_object(), "{}: {} must be a JSON object, got {}", source,
-                 prefix_.empty() ? std::string("the config") : "field '" + prefix_.substr(0, prefix_.size() - 1) + "'",
-                 describe(object));
-  }
-
-  const json* find(std::string_view key) const {
-    auto it = object_.find(key);
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-  }
-  std::string name(std::string_view key) const { return prefix_ + std::string(key); }
-
-  const json& require(std::string_view key, std::string_view what) const {
-    const json* v = find(key);
-    DSPARK_CHECK(v, "{}: missing required field '{}' ({})", source_, name(key), what);
-    return *v;
-  }
-  int64_t integer(std::string_view key) const { return as_integer(require(key, "an integer"), key); }
-  int64_t integer(std::string_view key, int64_t fallback) const {
-    const json* v = find(key);
-    return v ? as_integer(*v, key) : fallback;
-  }
-  int64_t as_integer(const json& v, std::string_view key) const {
-    DSPARK_CHECK(v.is_number_integer(), "{}: field '{}' must be an integer, got {}", source_, name(key),
-                 describe(v));
-    DSPARK_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{INT32_MAX},
-                 "{}: field '{}' is out of range: {}", source_, name(key), v.dump());
-    const int64_t value = v.get<int64_t>();
-    DSPARK_CHECK(value >= INT32_MIN && value <= INT32_MAX, "{}: field '{}' is out of range: {}", source_,
-                 name(key), value);
-    return value;
-  }
-  bool boolean(std::string_view key, bool fallback) const {
-    const json* v = find(key);
-    if (!v) return fallback;
-    DSPARK_CHECK(v->is_boolean(), "{}: field '{}' must be true or false, got {}", source_, name(key),
-                 describe(*v));
-    return v->get<bool>();
-  }
-  std::optional<std::string> string(std::string_view key) const {
-    const json* v = find(key);
-    if (!v) return std::nullopt;
-    DSPARK_CHECK(v->is_string(), "{}: field '{}' must be a string, got {}", source_, name(key), describe(*v));
-    return v->get<std::string>();
-  }
-  std::vector<std::string> strings(std::string_view key) const {
-    const json* v = find(key);
-    if (!v) return {};
-    DSPARK_CHECK(v->is_array(), "{}: field '{}' must be a list of strings, got {}", source_, name(key),
-                 describe(*v));
-    std::vector<std::string> out;
-    for (const json& item : *v) {
-      DSPARK_CHECK(item.is_string(), "{}: field '{}' must be a list of strings, got {}", source_, name(key),
-                   describe(*v));
-      out.push_back(item.get<std::string>());
-    }
-    return out;
-  }
-  std::vector<int32_t> integers(std::string_view key) const {
-    const json& v = require(key, "a list of integers");
-    DSPARK_CHECK(v.is_array(), "{}: field '{}' must be a list of integers, got {}", source_, name(key),
-                 describe(v));
-    std::vector<int32_t> out;
-    for (const json& item : v) out.push_back(static_cast<int32_t>(as_integer(item, key)));
-    return out;
-  }
-  std::vector<float> numbers(std::string_view key) const {
-    const json* v = find(key);
-    if (!v) return {};
-    DSPARK_CHECK(v->is_array(), "{}: field '{}' must be a list of numbers, got {}", source_, name(key),
-                 describe(*v));
-    std::vector<float> out;
-    for (const json& item : *v) {
-      DSPARK_CHECK(item.is_number(), "{}: field '{}' must be a list of numbers, got {}", source_, name(key),
-                   describe(*v));
-      out.push_back(static_cast<float>(item.get<double>()));
-    }
-    return out;
-  }
-  const std::string& source() const { return source_; }
-
- private:
-  const json& object_;
-  const std::string& source_;
-  std::string prefix_;
-};
 
 std::string_view kind_name(DrafterKind kind) { return kind == DrafterKind::kDSpark ? "dspark" : "dflash"; }
 
-DrafterKind parse_kind(const Reader& r) {
-  const std::optional<std::string> type = r.string("speculators_model_type");
+DrafterKind parse_kind(const JsonFields& r) {
+  const std::optional<std::string> type = r.get_string("speculators_model_type");
   DSPARK_CHECK(type, "{}: missing required field 'speculators_model_type' (\"dspark\" or \"dflash\")", r.source());
   if (*type == "dspark") return DrafterKind::kDSpark;
   if (*type == "dflash") return DrafterKind::kDFlash;
@@ -132,30 +44,27 @@ std::optional<DrafterKind> kind_of_architecture(const std::string& name) {
   return std::nullopt;
 }
 
-// Writes a float as its shortest decimal form, which reads back to the same float.
-double float_for_json(float value) { return std::strtod(fmt::format("{}", value).c_str(), nullptr); }
-
 void parse_speculators_config(const json& object, DrafterConfig& c, const std::string& source) {
-  const Reader r(object, source, "speculators_config.");
-  if (const auto algorithm = r.string("algorithm")) {
+  const JsonFields r = reader(object, source, "speculators_config.");
+  if (const auto algorithm = r.get_string("algorithm")) {
     DSPARK_CHECK(*algorithm == kind_name(c.kind),
                  "{}: speculators_config.algorithm '{}' disagrees with speculators_model_type '{}'", source,
                  *algorithm, kind_name(c.kind));
   }
-  const std::string method = r.string("default_proposal_method").value_or("greedy");
+  const std::string method = r.get_string("default_proposal_method").value_or("greedy");
   const json* methods = r.find("proposal_methods");
   c.speculative_tokens = c.num_drafts();
   if (methods) {
     DSPARK_CHECK(methods->is_array(), "{}: field 'speculators_config.proposal_methods' must be a list, got {}",
-                 source, describe(*methods));
+                 source, describe_json(*methods));
     bool found = false;
     for (const json& m : *methods) {
-      const Reader mr(m, source, "speculators_config.proposal_methods[].");
-      const std::optional<std::string> type = mr.string("proposal_type");
+      const JsonFields mr = reader(m, source, "speculators_config.proposal_methods[].");
+      const std::optional<std::string> type = mr.get_string("proposal_type");
       DSPARK_CHECK(type, "{}: a speculators_config.proposal_methods entry has no 'proposal_type'", source);
       if (*type != method) continue;
       found = true;
-      c.speculative_tokens = static_cast<int32_t>(mr.integer("speculative_tokens", c.num_drafts()));
+      c.speculative_tokens = static_cast<int32_t>(mr.get_int("speculative_tokens", c.num_drafts()));
     }
     DSPARK_CHECK(found || methods->empty(),
                  "{}: speculators_config.default_proposal_method '{}' is not among proposal_methods", source, method);
@@ -163,9 +72,9 @@ void parse_speculators_config(const json& object, DrafterConfig& c, const std::s
   DSPARK_CHECK(method == "greedy", "{}: speculators_config.default_proposal_method '{}' is not supported (only greedy)",
                source, method);
   if (const json* verifier = r.find("verifier")) {
-    const Reader vr(*verifier, source, "speculators_config.verifier.");
-    c.verifier_name_or_path = vr.string("name_or_path").value_or("");
-    c.verifier_architectures = vr.strings("architectures");
+    const JsonFields vr = reader(*verifier, source, "speculators_config.verifier.");
+    c.verifier_name_or_path = vr.get_string("name_or_path").value_or("");
+    c.verifier_architectures = vr.get_strings("architectures");
   }
 }
 
@@ -186,10 +95,10 @@ float DrafterConfig::confidence_temperature(int32_t j) const {
 }
 
 DrafterConfig DrafterConfig::from_json(const json& root, const std::string& source) {
-  const Reader r(root, source);
+  const JsonFields r = reader(root, source);
   DrafterConfig c;
   c.kind = parse_kind(r);
-  const std::vector<std::string> architectures = r.strings("architectures");
+  const std::vector<std::string> architectures = r.get_strings("architectures");
   c.architecture = c.kind == DrafterKind::kDSpark ? "DSparkDraftModel" : "DFlashDraftModel";
   if (!architectures.empty()) {
     const std::optional<DrafterKind> k = kind_of_architecture(architectures.front());
@@ -201,17 +110,21 @@ DrafterConfig DrafterConfig::from_json(const json& root, const std::string& sour
   }
   c.layer = ModelConfig::from_json(r.require("transformer_layer_config", "the draft layers' config"),
                                    source + " (transformer_layer_config)");
-  c.block_size = static_cast<int32_t>(r.integer("block_size"));
-  c.aux_hidden_state_layer_ids = r.integers("aux_hidden_state_layer_ids");
-  c.mask_token_id = static_cast<int32_t>(r.integer("mask_token_id"));
-  c.target_hidden_size = r.integer("target_hidden_size", c.layer.hidden_size);
-  c.draft_vocab_size = r.integer("draft_vocab_size", c.layer.vocab_size);
-  c.sample_from_anchor = r.boolean("sample_from_anchor", c.kind == DrafterKind::kDSpark);
-  c.markov_rank = r.integer("markov_rank", 0);
-  c.markov_head_type = r.string("markov_head_type").value_or("vanilla");
-  c.enable_confidence_head = r.boolean("enable_confidence_head", false);
-  c.confidence_head_with_markov = c.enable_confidence_head && r.boolean("confidence_head_with_markov", false);
-  c.confidence_temperatures = r.numbers("confidence_temperatures");
+  c.block_size = static_cast<int32_t>(r.get_int("block_size"));
+  for (const int64_t id : r.get_ints("aux_hidden_state_layer_ids")) {
+    c.aux_hidden_state_layer_ids.push_back(static_cast<int32_t>(id));
+  }
+  c.mask_token_id = static_cast<int32_t>(r.get_int("mask_token_id"));
+  c.target_hidden_size = r.get_int("target_hidden_size", c.layer.hidden_size);
+  c.draft_vocab_size = r.get_int("draft_vocab_size", c.layer.vocab_size);
+  c.sample_from_anchor = r.get_bool("sample_from_anchor", c.kind == DrafterKind::kDSpark);
+  c.markov_rank = r.get_int("markov_rank", 0);
+  c.markov_head_type = r.get_string("markov_head_type").value_or("vanilla");
+  c.enable_confidence_head = r.get_bool("enable_confidence_head", false);
+  c.confidence_head_with_markov = c.enable_confidence_head && r.get_bool("confidence_head_with_markov", false);
+  for (const double t : r.get_numbers("confidence_temperatures")) {
+    c.confidence_temperatures.push_back(static_cast<float>(t));
+  }
   DSPARK_CHECK(c.block_size >= 1, "{}: field 'block_size' must be positive, got {}", source, c.block_size);
   c.speculative_tokens = c.num_drafts();
   if (const json* sc = r.find("speculators_config")) parse_speculators_config(*sc, c, source);
@@ -220,16 +133,8 @@ DrafterConfig DrafterConfig::from_json(const json& root, const std::string& sour
 }
 
 DrafterConfig DrafterConfig::from_file(const std::filesystem::path& path) {
-  const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "config.json" : path;
-  std::ifstream in(file);
-  DSPARK_CHECK(in, "cannot read drafter config {}: file not found or unreadable", file.string());
-  json root;
-  try {
-    root = json::parse(in);
-  } catch (const json::exception& e) {
-    DSPARK_FAIL("{}: invalid JSON: {}", file.string(), e.what());
-  }
-  return from_json(root, file.string());
+  const JsonFile file = read_json_config(path, "drafter config");
+  return from_json(file.root, file.source);
 }
 
 void DrafterConfig::validate(const std::string& source) const {
