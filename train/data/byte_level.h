@@ -1,8 +1,7 @@
-// GPT-2's byte-level alphabet: every byte 0..255 is shown as one printable Unicode
-// character, so that byte strings can be stored as JSON strings in tokenizer.json
-// (vocabulary keys and merges). Printable Latin-1 bytes map to themselves; the others
-// (controls, space, 0x7F-0xA0, 0xAD) map in order to U+0100, U+0101, ...
-// This is the mapping Hugging Face's ByteLevel pre-tokenizer and decoder use.
+// GPT-2's byte-level alphabet as the tokenizer trainer uses it: every byte 0..255 is shown
+// as one printable Unicode character, so that byte strings can be stored as JSON strings in
+// tokenizer.json (vocabulary keys and merges). The alphabet itself is the engine's
+// (model/byte_level.h), so a trained tokenizer.json reads back exactly as the engine reads it.
 #pragma once
 
 #include <cstdint>
@@ -19,11 +18,5 @@ std::string bytes_to_byte_level(std::string_view bytes);
 
 // Inverse of bytes_to_byte_level; throws dspark::Error on a character outside the alphabet.
 std::string byte_level_to_bytes(std::string_view text);
-
-// True when text is well-formed UTF-8 (no overlongs, surrogates or code points > U+10FFFF).
-bool is_valid_utf8(std::string_view text);
-
-// Appends the UTF-8 encoding of code point cp.
-void append_utf8(std::string& out, char32_t cp);
 
 }  // namespace dspark::train

@@ -11,8 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "core/check.h"
-#include "data/byte_level.h"
 #include "data/subprocess.h"
+#include "model/tokenizer_utf8.h"
 
 namespace dspark::train {
 namespace {
@@ -172,7 +172,7 @@ std::vector<std::string> load_source_documents(std::string_view name, const Corp
   for (auto& d : docs) {
     if (d.empty()) {
       ++empty;
-    } else if (!is_valid_utf8(d)) {
+    } else if (!tok::utf8_is_valid(d)) {
       spdlog::warn("{}: skipping a document that is not valid UTF-8 (starts '{}')", name,
                    d.substr(0, 40));
     } else {

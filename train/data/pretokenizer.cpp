@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "core/check.h"
-#include "data/byte_level.h"
+#include "model/tokenizer_utf8.h"
 
 namespace dspark::train {
 namespace {
@@ -38,7 +38,7 @@ Pretokenizer::Pretokenizer(std::string_view pattern) : pattern_(pattern) {
 Pretokenizer::~Pretokenizer() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
 
 void Pretokenizer::split(std::string_view text, std::vector<std::string_view>& out) const {
-  DSPARK_CHECK(is_valid_utf8(text), "pre-tokenizer input is not valid UTF-8 (starts '{}')",
+  DSPARK_CHECK(tok::utf8_is_valid(text), "pre-tokenizer input is not valid UTF-8 (starts '{}')",
                text.substr(0, 40));
   auto* code = static_cast<pcre2_code*>(code_);
   std::unique_ptr<pcre2_match_data, MatchDataDeleter> match(
