@@ -7,52 +7,19 @@
 #include "core/check.h"
 #include "kernels/elementwise.h"
 #include "kernels/norm.h"
+#include "model/fused_linear.h"
 
 namespace dspark {
-namespace {
-
-// Loads several [rows_i, cols] weights (and optional biases) and stacks them into one
-// [sum rows_i, cols] matrix: the fused projection.
-struct StackedWeights {
-  std::vector<float> weight;  // [sum rows, cols]
-  std::vector<float> bias;    // [sum rows] or empty
-  int64_t rows = 0;
-};
-
-StackedWeights stack(const WeightStore& store, const std::vector<std::string>& names,
-                     const std::vector<int64_t>& rows, int64_t cols, bool with_bias) {
-  StackedWeights out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const int64_t shape[2] = {rows[i], cols};
-    std::vector<float> w = store.load_f32(names[i] + ".weight", shape);
-    out.weight.insert(out.weight.end(), w.begin(), w.end());
-    if (with_bias) {
-      const int64_t bias_shape[1] = {rows[i]};
-      std::vector<float> b = store.load_f32(names[i] + ".bias", bias_shape);
-      out.bias.insert(out.bias.end(), b.begin(), b.end());
-    }
-    out.rows += rows[i];
-  }
-  return out;
-}
-
-Linear make_linear(const StackedWeights& w, int64_t cols, const LinearOptions& options) {
-  return Linear(w.weight, w.rows, cols, w.bias, options);
-}
-
-std::vector<float> load_vector(const WeightStore& store, const std::string& name, int64_t n) {
-  const int64_t shape[1] = {n};
-  return store.load_f32(name, shape);
-}
-
-}  // namespace
 
 LayerWorkspace::LayerWorkspace(const ModelConfig& c, int64_t max_tokens)
+    : LayerWorkspace(c, max_tokens, max_tokens) {}
+
+LayerWorkspace::LayerWorkspace(const ModelConfig& c, int64_t max_tokens, int64_t max_kv_rows)
     : normed(max_tokens * c.hidden_size),
       qkv(max_tokens * (c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim),
       q(max_tokens * c.num_attention_heads * c.head_dim),
-      k(max_tokens * c.num_key_value_heads * c.head_dim),
-      v(max_tokens * c.num_key_value_heads * c.head_dim),
+      k(max_kv_rows * c.num_key_value_heads * c.head_dim),
+      v(max_kv_rows * c.num_key_value_heads * c.head_dim),
       attn(max_tokens * c.num_attention_heads * c.head_dim),
       proj(max_tokens * c.hidden_size),
       gate_up(max_tokens * 2 * c.intermediate_size),
@@ -60,40 +27,36 @@ LayerWorkspace::LayerWorkspace(const ModelConfig& c, int64_t max_tokens)
 
 DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, int64_t layer_index,
                            const LinearOptions& linear_options)
+    : DecoderLayer(c, store, fmt::format("model.layers.{}.", layer_index), linear_options) {}
+
+DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, const std::string& prefix,
+                           const LinearOptions& linear_options)
     : hidden_(c.hidden_size),
       num_heads_(c.num_attention_heads),
       num_kv_heads_(c.num_key_value_heads),
       head_dim_(c.head_dim),
       intermediate_(c.intermediate_size),
       eps_(c.rms_norm_eps),
-      input_norm_(load_vector(store, fmt::format("model.layers.{}.input_layernorm.weight", layer_index), c.hidden_size)),
-      post_norm_(load_vector(store, fmt::format("model.layers.{}.post_attention_layernorm.weight", layer_index), c.hidden_size)),
-      qkv_([&] {
-        const std::string p = fmt::format("model.layers.{}.self_attn.", layer_index);
-        return make_linear(stack(store, {p + "q_proj", p + "k_proj", p + "v_proj"},
-                                 {num_heads_ * head_dim_, num_kv_heads_ * head_dim_, num_kv_heads_ * head_dim_},
-                                 hidden_, c.attention_bias),
-                           hidden_, linear_options);
-      }()),
-      o_([&] {
-        const std::string p = fmt::format("model.layers.{}.self_attn.", layer_index);
-        return make_linear(stack(store, {p + "o_proj"}, {hidden_}, num_heads_ * head_dim_, c.attention_output_bias),
-                           num_heads_ * head_dim_, linear_options);
-      }()),
-      gate_up_([&] {
-        const std::string p = fmt::format("model.layers.{}.mlp.", layer_index);
-        return make_linear(stack(store, {p + "gate_proj", p + "up_proj"}, {intermediate_, intermediate_}, hidden_, c.mlp_bias),
-                           hidden_, linear_options);
-      }()),
-      down_([&] {
-        const std::string p = fmt::format("model.layers.{}.mlp.", layer_index);
-        return make_linear(stack(store, {p + "down_proj"}, {hidden_}, intermediate_, c.mlp_bias), intermediate_,
-                           linear_options);
-      }()) {
+      input_norm_(load_vector(store, prefix + "input_layernorm.weight", c.hidden_size)),
+      post_norm_(load_vector(store, prefix + "post_attention_layernorm.weight", c.hidden_size)),
+      qkv_(load_fused_linear(store, {prefix + "self_attn.q_proj", prefix + "self_attn.k_proj", prefix + "self_attn.v_proj"},
+                             {num_heads_ * head_dim_, num_kv_heads_ * head_dim_, num_kv_heads_ * head_dim_}, hidden_,
+                             c.attention_bias, linear_options)),
+      o_(load_fused_linear(store, {prefix + "self_attn.o_proj"}, {hidden_}, num_heads_ * head_dim_,
+                           c.attention_output_bias, linear_options)),
+      gate_up_(load_fused_linear(store, {prefix + "mlp.gate_proj", prefix + "mlp.up_proj"}, {intermediate_, intermediate_},
+                                 hidden_, c.mlp_bias, linear_options)),
+      down_(load_fused_linear(store, {prefix + "mlp.down_proj"}, {hidden_}, intermediate_, c.mlp_bias,
+                              linear_options)) {
   if (c.qk_norm) {
-    q_norm_ = load_vector(store, fmt::format("model.layers.{}.self_attn.q_norm.weight", layer_index), head_dim_);
-    k_norm_ = load_vector(store, fmt::format("model.layers.{}.self_attn.k_norm.weight", layer_index), head_dim_);
+    q_norm_ = load_vector(store, prefix + "self_attn.q_norm.weight", head_dim_);
+    k_norm_ = load_vector(store, prefix + "self_attn.k_norm.weight", head_dim_);
   }
+}
+
+void DecoderLayer::prepare_keys(float* k, int64_t n, const int32_t* positions, const RopeTable& rope) const {
+  if (!k_norm_.empty()) rms_norm(k, k_norm_.data(), k, n * num_kv_heads_, head_dim_, eps_);
+  apply_rope(k, positions, n, num_kv_heads_, head_dim_, rope);
 }
 
 void DecoderLayer::forward(float* x, const LayerStepContext& ctx, const KvLayerView& kv, LayerWorkspace& ws) {
@@ -111,12 +74,9 @@ void DecoderLayer::forward(float* x, const LayerStepContext& ctx, const KvLayerV
     std::memcpy(ws.k.data() + t * kv_width, row + q_width, kv_width * sizeof(float));
     std::memcpy(ws.v.data() + t * kv_width, row + q_width + kv_width, kv_width * sizeof(float));
   }
-  if (!q_norm_.empty()) {
-    rms_norm(ws.q.data(), q_norm_.data(), ws.q.data(), n * num_heads_, head_dim_, eps_);
-    rms_norm(ws.k.data(), k_norm_.data(), ws.k.data(), n * num_kv_heads_, head_dim_, eps_);
-  }
+  if (!q_norm_.empty()) rms_norm(ws.q.data(), q_norm_.data(), ws.q.data(), n * num_heads_, head_dim_, eps_);
   apply_rope(ws.q.data(), ctx.positions, n, num_heads_, head_dim_, *ctx.rope);
-  apply_rope(ws.k.data(), ctx.positions, n, num_kv_heads_, head_dim_, *ctx.rope);
+  prepare_keys(ws.k.data(), n, ctx.positions, *ctx.rope);
   write_kv(ws.k.data(), ws.v.data(), ctx.slots, n, kv);
 
   PagedAttentionArgs args;

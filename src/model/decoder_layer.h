@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -41,16 +42,28 @@ struct LayerWorkspace {
   std::vector<float> act;      // [max_tokens, intermediate]
 
   LayerWorkspace(const ModelConfig& config, int64_t max_tokens);
+  // k and v hold max_kv_rows rows (>= max_tokens): for callers that also project the keys
+  // of rows that are not queries (a drafter's context).
+  LayerWorkspace(const ModelConfig& config, int64_t max_tokens, int64_t max_kv_rows);
 };
 
 class DecoderLayer {
  public:
+  // Reads the Hugging Face tensors model.layers.{layer_index}.*.
   DecoderLayer(const ModelConfig& config, const WeightStore& weights, int64_t layer_index,
+               const LinearOptions& linear_options);
+  // Reads the same tensors under another prefix: {prefix}input_layernorm.weight,
+  // {prefix}self_attn.q_proj.weight, ... (a drafter's layers are "layers.{i}.").
+  DecoderLayer(const ModelConfig& config, const WeightStore& weights, const std::string& prefix,
                const LinearOptions& linear_options);
 
   // x: [num_tokens, hidden], the residual stream, updated in place. Writes this step's
   // K/V into kv at ctx.slots before attending, so every query reads keys from the cache.
   void forward(float* x, const LayerStepContext& ctx, const KvLayerView& kv, LayerWorkspace& ws);
+
+  // k: [n, kv_heads * head_dim], the k projection of n rows, in place: k_norm (qwen3), then
+  // RoPE at positions[n] — what every key goes through before it enters the cache.
+  void prepare_keys(float* k, int64_t n, const int32_t* positions, const RopeTable& rope) const;
 
   size_t weight_bytes() const;
 

@@ -10,13 +10,16 @@
 //           x += o_proj(attn); x += down(silu(gate(n)) * up(n)), n = post_norm(x)
 //
 // ctx is RMSNorm_h(fc(concat of the target's hidden states)): it does not pass through
-// input_layernorm (as in the reference DFlash/DSpark attention). Weights are pre-packed
-// once; no allocation per call.
+// input_layernorm (as in the reference DFlash/DSpark attention). Once the context K/V are in
+// the cache, the block path is exactly a DecoderLayer forward, so a DraftLayer is one
+// DecoderLayer (tensors "layers.{i}.*") plus the context's k/v projection. Weights are
+// pre-packed once; no allocation per call.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "kernels/rope.h"
@@ -28,15 +31,7 @@ namespace dspark {
 
 // Buffers shared by all draft layers, sized once.
 struct DraftLayerWorkspace {
-  std::vector<float> normed;   // [max_block_rows, hidden]
-  std::vector<float> qkv;      // [max_block_rows, q + 2 kv]
-  std::vector<float> q;        // [max_block_rows, q]
-  std::vector<float> k;        // [max(max_block_rows, max_context_rows), kv]
-  std::vector<float> v;        // [max(max_block_rows, max_context_rows), kv]
-  std::vector<float> attn;     // [max_block_rows, q]
-  std::vector<float> proj;     // [max_block_rows, hidden]
-  std::vector<float> gate_up;  // [max_block_rows, 2 intermediate]
-  std::vector<float> act;      // [max_block_rows, intermediate]
+  LayerWorkspace block;        // [max_block_rows, ...]; k and v hold max(block, context) rows
   std::vector<float> ctx_kv;   // [max_context_rows, 2 kv]
 
   DraftLayerWorkspace(const ModelConfig& config, int64_t max_block_rows, int64_t max_context_rows);
@@ -57,26 +52,13 @@ class DraftLayer {
   // are the block's scratch slots and step.num_keys the visible keys of every query.
   void forward_block(float* x, const LayerStepContext& step, const KvLayerView& kv, DraftLayerWorkspace& ws);
 
+  // The layer's own weights (the context projection repeats its k/v weights: not counted).
   size_t weight_bytes() const;
 
  private:
-  void project_kv_heads(float* k, int64_t n, const int32_t* positions, const RopeTable& rope) const;
-
-  int64_t hidden_;
-  int64_t num_heads_;
-  int64_t num_kv_heads_;
-  int64_t head_dim_;
-  int64_t intermediate_;
-  float eps_;
-  std::vector<float> input_norm_;  // [hidden]
-  std::vector<float> post_norm_;   // [hidden]
-  std::vector<float> q_norm_;      // [head_dim] (qwen3), else empty
-  std::vector<float> k_norm_;      // [head_dim] (qwen3), else empty
-  Linear qkv_;                     // [q + 2 kv, hidden]: the block
-  Linear kv_;                      // [2 kv, hidden]: the context (same k/v weights)
-  Linear o_;                       // [hidden, q]
-  Linear gate_up_;                 // [2 intermediate, hidden]
-  Linear down_;                    // [hidden, intermediate]
+  int64_t kv_width_;   // kv_heads * head_dim
+  DecoderLayer layer_;  // the decoder layer itself, run over the block
+  Linear kv_;          // [2 kv, hidden]: the context (same k/v weights as layer_)
 };
 
 }  // namespace dspark

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "kernels/norm.h"
+#include "model/fused_linear.h"
 #include "model/rope_frequencies.h"
 #include "spec/drafter_tensors.h"
 
@@ -71,11 +72,6 @@ std::vector<float> load_lm_head(const WeightStore& drafter, const WeightStore& t
     return target.load_f32("model.embed_tokens.weight", shape);
   }
   return target.load_f32("lm_head.weight", shape);
-}
-
-std::vector<float> load_vector(const WeightStore& store, const std::string& name, int64_t n) {
-  const int64_t shape[1] = {n};
-  return store.load_f32(name, shape);
 }
 
 KvPoolOptions kv_options(const DSparkProposerOptions& o, int64_t block) {
