@@ -17,6 +17,7 @@
 
 #include "model/config.h"
 #include "spec/drafter_config.h"
+#include "support/reference_ops.h"
 
 namespace dspark::testing {
 
@@ -42,14 +43,11 @@ class ReferenceDrafter {
   const DrafterConfig& config() const { return config_; }
 
  private:
-  struct Layer {
-    std::vector<float> input_norm, post_norm, q_norm, k_norm, wq, wk, wv, wo, bq, bk, bv, bo, gate, up, down;
-  };
   DrafterConfig config_;
   bool bf16_;
   std::vector<float> embed_, lm_head_, fc_, hidden_norm_, final_norm_, w1_, w2_, conf_w_;
   float conf_b_ = 0.0f;
-  std::vector<Layer> layers_;
+  std::vector<ref::LayerWeights> layers_;
 };
 
 }  // namespace dspark::testing

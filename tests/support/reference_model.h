@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "support/reference_ops.h"
 
 namespace dspark::testing {
 
@@ -26,14 +27,10 @@ class ReferenceModel {
   const ModelConfig& config() const { return config_; }
 
  private:
-  struct Layer {
-    std::vector<float> input_norm, post_norm, q_norm, k_norm;
-    std::vector<float> wq, wk, wv, wo, bq, bk, bv, bo, gate, up, down, bgate, bup, bdown;
-  };
   ModelConfig config_;
   bool bf16_;
   std::vector<float> embed_, final_norm_, lm_head_;
-  std::vector<Layer> layers_;
+  std::vector<ref::LayerWeights> layers_;
 };
 
 }  // namespace dspark::testing
