@@ -15,33 +15,20 @@
 #include "model/tokenizer.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/ngram_proposer.h"
+#include "support/engine_requests.h"
 #include "support/engine_runner.h"
 #include "support/tiny_models.h"
 
 namespace dspark {
 namespace {
 
-// A byte-level tokenizer.json with a 97-token vocabulary (ids 0..96), enough to decode
-// whatever a tiny random model emits; EOS is id 2 via generation_config.json.
+using testing::greedy;
+using testing::run_all;
+
+// A byte-level tokenizer with a 97-token vocabulary (ids 0..96), enough to decode whatever a
+// tiny random model emits; EOS is id 2 via generation_config.json.
 std::filesystem::path add_tokenizer(const std::filesystem::path& dir) {
-  // GPT-2 byte alphabet: printable ASCII maps to itself; bytes 0, 1, 2 map to U+0100..U+0102.
-  nlohmann::json vocab = nlohmann::json::object();
-  for (int i = 0; i < 94; ++i) vocab[std::string(1, static_cast<char>('!' + i))] = i;
-  vocab["\xC4\x80"] = 94;
-  vocab["\xC4\x81"] = 95;
-  vocab["\xC4\x82"] = 96;
-  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
-                                     {"use_regex", false}};
-  const nlohmann::json tokenizer = {
-      {"version", "1.0"},
-      {"added_tokens", nlohmann::json::array()},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", byte_level},
-      {"post_processor", nullptr},
-      {"decoder", byte_level},
-      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"fuse_unk", false},
-                 {"byte_fallback", false}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
-  std::ofstream(dir / "tokenizer.json") << tokenizer.dump();
+  testing::write_tiny_tokenizer(dir, 97);
   std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": 2})";
   return dir;
 }
@@ -80,34 +67,6 @@ std::vector<std::vector<int32_t>> prompts(int n) {
     for (int j = 0; j < len; ++j) p.push_back(static_cast<int32_t>(3 + (j % 7 == 0 ? rng.next_u64() % 90 : j % 5)));
     out.push_back(p);
   }
-  return out;
-}
-
-GenerationOptions greedy(int64_t max_tokens) {
-  GenerationOptions g;
-  g.max_tokens = max_tokens;
-  g.sampling.temperature = 0;
-  g.ignore_eos = true;
-  return g;
-}
-
-// Runs all prompts concurrently on the engine; returns each request's tokens.
-std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vector<std::vector<int32_t>>& ps,
-                                          const GenerationOptions& g) {
-  std::map<int64_t, size_t> index;
-  std::vector<std::vector<int32_t>> out(ps.size());
-  std::vector<bool> done(ps.size());
-  for (size_t i = 0; i < ps.size(); ++i) {
-    const int64_t id = engine.add_request(ps[i], g, [&, i](const RequestOutput& o) {
-      out[i].insert(out[i].end(), o.token_ids.begin(), o.token_ids.end());
-      if (o.finished) done[i] = true;
-    });
-    index[id] = i;
-  }
-  while (engine.step()) {
-  }
-  for (size_t i = 0; i < ps.size(); ++i) EXPECT_TRUE(done[i]) << "request " << i;
-  EXPECT_EQ(engine.stats().kv_blocks_used, 0) << "KV blocks leaked";
   return out;
 }
 

@@ -5,11 +5,9 @@
 // own greedy bigrams (long accepted runs, so partial acceptance and rollback are
 // exercised). The drafter is built the way the CLI builds it: capture layers from
 // speculator_capture_layers(), proposer from make_proposer().
-#include <fstream>
 #include <map>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -17,32 +15,21 @@
 #include "spec/drafter_fixtures.h"
 #include "spec/dspark_proposer.h"
 #include "spec/proposer_factory.h"
+#include "support/engine_requests.h"
 #include "support/tiny_models.h"
 
 namespace dspark {
 namespace {
 
-// A byte-level tokenizer with ids 0..96 (enough to decode whatever the model emits).
-void add_tokenizer(const std::filesystem::path& dir) {
-  nlohmann::json vocab = nlohmann::json::object();
-  for (int i = 0; i < 94; ++i) vocab[std::string(1, static_cast<char>('!' + i))] = i;
-  vocab["\xC4\x80"] = 94;
-  vocab["\xC4\x81"] = 95;
-  vocab["\xC4\x82"] = 96;
-  const nlohmann::json bl = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
-  std::ofstream(dir / "tokenizer.json") << nlohmann::json{
-      {"version", "1.0"}, {"added_tokens", nlohmann::json::array()}, {"normalizer", nullptr}, {"pre_tokenizer", bl},
-      {"post_processor", nullptr}, {"decoder", bl},
-      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}}.dump();
-}
+using testing::greedy;
+using testing::run_all;
 
 const std::filesystem::path& target_dir() {
   static const auto dir = [] {
     testing::TinyModelSpec spec;
     spec.num_layers = 2;
     auto d = testing::write_tiny_model(spec, testing::make_temp_dir("dspark-engine-target"));
-    add_tokenizer(d);
-    return d;
+    return testing::write_tiny_tokenizer(d, 97);
   }();
   return dir;
 }
@@ -59,14 +46,6 @@ std::vector<std::vector<int32_t>> prompts(int n) {
   return out;
 }
 
-GenerationOptions greedy(int64_t max_tokens) {
-  GenerationOptions g;
-  g.max_tokens = max_tokens;
-  g.sampling.temperature = 0;
-  g.ignore_eos = true;
-  return g;
-}
-
 std::unique_ptr<Transformer> load_target(std::vector<int32_t> capture_layers, int64_t max_model_len = 0) {
   TransformerOptions o;
   o.max_model_len = max_model_len;
@@ -74,23 +53,6 @@ std::unique_ptr<Transformer> load_target(std::vector<int32_t> capture_layers, in
   o.max_sequences = 16;
   o.capture_layers = std::move(capture_layers);
   return Transformer::load(target_dir(), o);
-}
-
-std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vector<std::vector<int32_t>>& ps,
-                                          const GenerationOptions& g) {
-  std::vector<std::vector<int32_t>> out(ps.size());
-  std::vector<bool> done(ps.size());
-  for (size_t i = 0; i < ps.size(); ++i) {
-    engine.add_request(ps[i], g, [&, i](const RequestOutput& o) {
-      out[i].insert(out[i].end(), o.token_ids.begin(), o.token_ids.end());
-      if (o.finished) done[i] = true;
-    });
-  }
-  while (engine.step()) {
-  }
-  for (size_t i = 0; i < ps.size(); ++i) EXPECT_TRUE(done[i]) << "request " << i;
-  EXPECT_EQ(engine.stats().kv_blocks_used, 0) << "KV blocks leaked";
-  return out;
 }
 
 const std::vector<std::vector<int32_t>>& plain_outputs() {

@@ -7,17 +7,12 @@
 // Power check: the same run with a proposer that drafts from the Markov-corrected q but
 // hands the verifier q computed from the base logits U_j (the Markov term left out of q)
 // must exceed the threshold — the statistic does see a q that is not the one drafted from.
-#include <cmath>
-#include <fstream>
-#include <numbers>
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "spec/drafter_fixtures.h"
 #include "spec/dspark_proposer.h"
-#include "support/engine_runner.h"
+#include "support/continuation_stats.h"
 #include "support/tiny_models.h"
 
 namespace dspark {
@@ -34,14 +29,7 @@ const std::filesystem::path& target_dir() {
     spec.num_layers = 2;
     spec.seed = 11;
     const auto d = testing::write_tiny_model(spec, testing::make_temp_dir("dspark-stat-target"));
-    nlohmann::json vocab = nlohmann::json::object();
-    for (int i = 0; i < kVocab; ++i) vocab[std::string(1, static_cast<char>('a' + i))] = i;
-    const nlohmann::json bl = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
-    std::ofstream(d / "tokenizer.json") << nlohmann::json{
-        {"version", "1.0"}, {"added_tokens", nlohmann::json::array()}, {"normalizer", nullptr}, {"pre_tokenizer", bl},
-        {"post_processor", nullptr}, {"decoder", bl},
-        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}}.dump();
-    return d;
+    return testing::write_tiny_tokenizer(d, kVocab, 'a');
   }();
   return dir;
 }
@@ -53,49 +41,6 @@ std::filesystem::path drafter_dir(DrafterKind kind) {
   spec.seed = kind == DrafterKind::kDSpark ? 21 : 22;
   spec.markov_scale = 1.5f;
   return testing::write_random_drafter(c, testing::make_temp_dir("dspark-stat-drafter"), spec);
-}
-
-// Exact probability of every continuation under the target with the sampling transform.
-std::vector<double> exact_distribution(Transformer& model, const std::vector<int32_t>& prompt, const SamplingParams& sp) {
-  std::vector<double> dist(static_cast<size_t>(std::pow(kVocab, kLength)));
-  LogitsProcessor processor(kVocab);
-  std::vector<float> probs(kVocab);
-  for (size_t code = 0; code < dist.size(); ++code) {
-    std::vector<int32_t> cont(kLength);
-    size_t c = code;
-    for (int i = kLength - 1; i >= 0; --i) {
-      cont[i] = static_cast<int32_t>(c % kVocab);
-      c /= kVocab;
-    }
-    std::vector<int32_t> seq = prompt;
-    seq.insert(seq.end(), cont.begin(), cont.end() - 1);
-    testing::EngineRunner runner(model);
-    const std::vector<float> logits = runner.run(runner.add_sequence(), seq, 64);
-    double p = 1;
-    for (int i = 0; i < kLength; ++i) {
-      processor.to_probs(logits.data() + (prompt.size() - 1 + i) * kVocab, probs.data(), sp, {});
-      p *= probs[cont[i]];
-    }
-    dist[code] = p;
-  }
-  return dist;
-}
-
-double total_variation(const std::vector<double>& a, const std::vector<double>& b) {
-  double tv = 0;
-  for (size_t i = 0; i < a.size(); ++i) tv += std::abs(a[i] - b[i]);
-  return tv / 2;
-}
-
-// Expected TV of N exact draws plus 6 standard deviations (normal approximation per cell).
-double threshold(const std::vector<double>& exact, int n) {
-  double mean = 0, var = 0;
-  for (double p : exact) {
-    const double sigma2 = p * (1 - p) / n;
-    mean += std::sqrt(sigma2) * std::sqrt(2 / std::numbers::pi) / 2;
-    var += sigma2 * (1 - 2 / std::numbers::pi) / 4;
-  }
-  return mean + 6 * std::sqrt(var);
 }
 
 // Drafts exactly as the DSpark proposer, but reports q = transform(U_j) without the Markov term.
@@ -166,7 +111,7 @@ TEST_P(DSparkSampling, OutputDistributionEqualsTarget) {
   sp.temperature = param.temperature;
   sp.top_k = param.top_k;
   const std::vector<int32_t> prompt = {1, 3, 4, 0};
-  const std::vector<double> exact = exact_distribution(*plain_target, prompt, sp);
+  const std::vector<double> exact = testing::exact_continuations(*plain_target, prompt, sp, kVocab, kLength);
 
   std::unique_ptr<Proposer> proposer = std::move(drafter);
   if (param.variant == Variant::kDSparkBaseQ) {
@@ -174,29 +119,9 @@ TEST_P(DSparkSampling, OutputDistributionEqualsTarget) {
         static_cast<DSparkProposer*>(proposer.release())));
   }
   Engine engine(*target, tok, EngineOptions{.max_running = 16, .max_batch_tokens = 128}, std::move(proposer));
-  std::vector<double> counts(exact.size());
-  GenerationOptions g;
-  g.max_tokens = kLength;
-  g.ignore_eos = true;
-  g.sampling = sp;
-  for (int i = 0; i < kSamples; ++i) {
-    g.sampling.seed = static_cast<uint64_t>(i) + 7000;
-    auto tokens = std::make_shared<std::vector<int32_t>>();
-    engine.add_request(prompt, g, [tokens, &counts](const RequestOutput& o) {
-      tokens->insert(tokens->end(), o.token_ids.begin(), o.token_ids.end());
-      if (o.finished) {
-        size_t code = 0;
-        for (int32_t t : *tokens) code = code * kVocab + t;
-        counts[code] += 1;
-      }
-    });
-    if (engine.stats().num_waiting >= 64) engine.step();
-  }
-  while (engine.step()) {
-  }
-  for (double& c : counts) c /= kSamples;
-  const double tv = total_variation(counts, exact);
-  const double limit = threshold(exact, kSamples);
+  const std::vector<double> counts = testing::sampled_continuations(engine, prompt, sp, kVocab, kLength, kSamples, 7000);
+  const double tv = testing::total_variation(counts, exact);
+  const double limit = testing::tv_threshold(exact, kSamples);
   const SpecDecodeMetrics& m = engine.spec_metrics();
   std::printf("TV %.5f threshold %.5f tau %.3f\n", tv, limit, m.mean_acceptance_length());
   EXPECT_GT(m.num_accepted_tokens, 0);

@@ -119,4 +119,33 @@ std::filesystem::path write_tiny_model(const TinyModelSpec& s, const std::filesy
   return dir;
 }
 
+std::filesystem::path write_tiny_tokenizer(const std::filesystem::path& dir, int64_t vocab_size, char first) {
+  nlohmann::json vocab = nlohmann::json::object();
+  int32_t next_byte = 0;  // bytes 0, 1, ... are shown as U+0100, U+0101, ...
+  for (int32_t id = 0; id < vocab_size; ++id) {
+    const int32_t c = first + id;
+    std::string token;
+    if (c <= '~') {
+      token = std::string(1, static_cast<char>(c));
+    } else {
+      const int32_t cp = 0x100 + next_byte++;  // two-byte UTF-8
+      token = {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+    }
+    vocab[token] = id;
+  }
+  const nlohmann::json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
+  const nlohmann::json tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", nlohmann::json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", byte_level},
+      {"post_processor", nullptr},
+      {"decoder", byte_level},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << tokenizer.dump();
+  return dir;
+}
+
 }  // namespace dspark::testing

@@ -1,5 +1,6 @@
 // Writes small randomly initialised Hugging Face model directories (config.json +
-// model.safetensors) for tests: every supported model_type and its options.
+// model.safetensors, optionally tokenizer.json) for tests: every supported model_type and
+// its options.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,12 @@ struct TinyModelSpec {
 
 // Creates dir (and parents) and writes the model. Returns dir.
 std::filesystem::path write_tiny_model(const TinyModelSpec& spec, const std::filesystem::path& dir);
+
+// Writes dir/tokenizer.json: a byte-level BPE tokenizer with no merges and vocab_size
+// tokens, enough to decode whatever a tiny random model emits. Token i is the character
+// first + i while that is printable ASCII ('~' at most), then U+0100, U+0101, ... (the byte
+// alphabet's characters of bytes 0, 1, ...). Returns dir.
+std::filesystem::path write_tiny_tokenizer(const std::filesystem::path& dir, int64_t vocab_size, char first = '!');
 
 // A fresh empty directory under the system temp dir, unique per call.
 std::filesystem::path make_temp_dir(const std::string& name);
