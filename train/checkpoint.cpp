@@ -38,16 +38,21 @@ json read_json(const fs::path& path) {
 }  // namespace
 
 void save_checkpoint(const fs::path& run_dir, const CausalLmImpl& model, const AdamW& optimizer, const json& state) {
+  ModelConfig config = model.config();
+  config.torch_dtype = "float32";
+  save_checkpoint_files(run_dir, config.to_json(), model_tensors(model, DType::kF32), optimizer, state);
+}
+
+void save_checkpoint_files(const fs::path& run_dir, const json& config, const std::vector<TensorToWrite>& tensors,
+                           const AdamW& optimizer, const json& state) {
   const fs::path final_dir = run_dir / "checkpoint";
   const fs::path tmp_dir = run_dir / "checkpoint.tmp";
   const fs::path old_dir = run_dir / "checkpoint.old";
   fs::remove_all(tmp_dir);
   fs::create_directories(tmp_dir);
 
-  ModelConfig config = model.config();
-  config.torch_dtype = "float32";
-  write_json(tmp_dir / "config.json", config.to_json());
-  write_safetensors(tmp_dir / "model.safetensors", model_tensors(model, DType::kF32));
+  write_json(tmp_dir / "config.json", config);
+  write_safetensors(tmp_dir / "model.safetensors", tensors);
   std::vector<TensorToWrite> moments;
   for (const auto& [name, t] : optimizer.state()) moments.push_back(tensor_to_write(name, t, DType::kF32));
   write_safetensors(tmp_dir / "optimizer.safetensors", moments);
@@ -79,7 +84,10 @@ ModelConfig read_checkpoint_config(const fs::path& checkpoint_dir) {
 
 void load_checkpoint(const fs::path& checkpoint_dir, CausalLmImpl& model, AdamW* optimizer) {
   load_hf_weights(model, WeightStore(checkpoint_dir));
-  if (!optimizer) return;
+  if (optimizer) load_optimizer_checkpoint(checkpoint_dir, *optimizer);
+}
+
+void load_optimizer_checkpoint(const fs::path& checkpoint_dir, AdamW& optimizer) {
   const json state = read_checkpoint_state(checkpoint_dir);
   const fs::path opt_file = checkpoint_dir / "optimizer.safetensors";
   SafetensorsFile file(opt_file);
@@ -93,7 +101,7 @@ void load_checkpoint(const fs::path& checkpoint_dir, CausalLmImpl& model, AdamW*
   }
   DSPARK_CHECK(state.contains("optimizer_steps"), "{}: missing optimizer_steps",
                (checkpoint_dir / "state.json").string());
-  optimizer->load_state(moments, state["optimizer_steps"].get<int64_t>());
+  optimizer.load_state(moments, state["optimizer_steps"].get<int64_t>());
 }
 
 }  // namespace dspark::train

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <filesystem>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "model/config.h"
+#include "model/safetensors.h"
 
 namespace dspark::train {
 
@@ -23,6 +25,11 @@ class AdamW;
 
 void save_checkpoint(const std::filesystem::path& run_dir, const CausalLmImpl& model, const AdamW& optimizer,
                      const nlohmann::json& state);
+// The same layout for any model: config.json is `config`, model.safetensors the given
+// (f32) tensors. Other trainers (drafters) use this directly.
+void save_checkpoint_files(const std::filesystem::path& run_dir, const nlohmann::json& config,
+                           const std::vector<TensorToWrite>& tensors, const AdamW& optimizer,
+                           const nlohmann::json& state);
 
 // Accepts a run directory (uses RUN/checkpoint, or RUN/checkpoint.old) or a checkpoint
 // directory itself; returns an empty path when there is none.
@@ -32,5 +39,7 @@ nlohmann::json read_checkpoint_state(const std::filesystem::path& checkpoint_dir
 ModelConfig read_checkpoint_config(const std::filesystem::path& checkpoint_dir);
 // Restores parameters and, when optimizer is not null, the optimizer moments and step count.
 void load_checkpoint(const std::filesystem::path& checkpoint_dir, CausalLmImpl& model, AdamW* optimizer);
+// Restores only the optimizer moments and step count.
+void load_optimizer_checkpoint(const std::filesystem::path& checkpoint_dir, AdamW& optimizer);
 
 }  // namespace dspark::train

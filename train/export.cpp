@@ -91,7 +91,7 @@ void export_checkpoint(const fs::path& checkpoint, const fs::path& out_dir, cons
   export_hf(*model, out_dir, options);
 }
 
-void add_export_command(CLI::App& app) {
+void add_export_command(CLI::App& app, const std::vector<ExportExtension>& extensions) {
   struct Args {
     std::string checkpoint, out, tokenizer;
   };
@@ -100,7 +100,15 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--checkpoint", args->checkpoint, "run directory or checkpoint directory")->required();
   cmd->add_option("--out", args->out, "output model directory (replaced)")->required();
   cmd->add_option("--tokenizer", args->tokenizer, "tokenizer directory (default: the one the run was trained with)");
-  cmd->callback([args] {
+  for (const auto& ext : extensions)
+    if (ext.add_options) ext.add_options(cmd);
+  cmd->callback([args, extensions] {
+    for (const auto& ext : extensions) {
+      if (ext.handle && ext.handle(args->checkpoint, args->out)) {
+        fmt::print("exported {} -> {}\n", args->checkpoint, args->out);
+        return;
+      }
+    }
     ExportOptions overrides;
     overrides.tokenizer_dir = args->tokenizer;
     export_checkpoint(args->checkpoint, args->out, overrides);

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -35,7 +37,15 @@ void export_hf(const CausalLmImpl& model, const std::filesystem::path& out_dir, 
 void export_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& out_dir,
                        const ExportOptions& overrides);
 
+// Lets another part of the trainer claim checkpoints of another kind (drafters):
+// add_options registers its own options on the export subcommand; handle exports the
+// checkpoint and returns true when it is of that kind, else returns false.
+struct ExportExtension {
+  std::function<void(CLI::App*)> add_options;
+  std::function<bool(const std::filesystem::path& checkpoint, const std::filesystem::path& out)> handle;
+};
+
 // `dspark-train export --checkpoint DIR --out HFDIR [--tokenizer DIR]`
-void add_export_command(CLI::App& app);
+void add_export_command(CLI::App& app, const std::vector<ExportExtension>& extensions = {});
 
 }  // namespace dspark::train

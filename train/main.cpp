@@ -1,4 +1,5 @@
-// dspark-train: the trainer executable (tokenizer, prepare, pretrain, export).
+// dspark-train: the trainer executable (tokenizer, prepare, pretrain, regen, draft, calibrate,
+// export).
 //
 // libtorch on glibc malloc page-faults heavily on this kind of machine and OpenBLAS threads
 // fight the intra-op pool, so unless DSPARK_TRAIN_NO_REEXEC is set the program re-executes
@@ -13,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "train/draft/draft_commands.h"
 #include "train/export.h"
 #include "train/pretrain/pretrain.h"
 #include "data/commands.h"
@@ -38,11 +40,12 @@ void reexec_with_tcmalloc(char** argv) {
 
 int main(int argc, char** argv) {
   reexec_with_tcmalloc(argv);
-  CLI::App app{"dspark-train: tokenizer training, data preparation, pretraining and export"};
+  CLI::App app{"dspark-train: tokenizer training, data preparation, pretraining, drafters and export"};
   app.require_subcommand(1);
   dspark::train::register_data_commands(app);
   dspark::train::add_pretrain_command(app);
-  dspark::train::add_export_command(app);
+  dspark::train::add_drafter_commands(app);
+  dspark::train::add_export_command(app, {dspark::train::drafter_export_extension()});
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

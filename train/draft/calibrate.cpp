@@ -1,0 +1,102 @@
+#include "train/draft/calibrate.h"
+
+#include <fstream>
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "train/checkpoint.h"
+#include "train/draft/draft_eval.h"
+#include "train/draft/drafter.h"
+#include "train/draft/drafter_io.h"
+#include "train/model/hf_weights.h"
+#include "train/model/transformer.h"
+
+namespace dspark::train {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The config directories calibration updates for the drafter path given.
+std::vector<fs::path> config_dirs(const fs::path& drafter) {
+  if (fs::exists(drafter / "config.json") && fs::exists(drafter / "model.safetensors")) return {drafter};
+  std::vector<fs::path> out;
+  const fs::path checkpoint = find_checkpoint(drafter);
+  if (!checkpoint.empty()) out.push_back(checkpoint);
+  if (fs::exists(drafter / "drafter" / "config.json")) out.push_back(drafter / "drafter");
+  DSPARK_CHECK(!out.empty(), "calibrate: {} holds no drafter", drafter.string());
+  return out;
+}
+
+json positions_json(const std::vector<PositionCalibration>& p) {
+  json a = json::array();
+  for (const auto& x : p)
+    a.push_back({{"ece", x.ece}, {"mean_predicted", x.mean_predicted}, {"mean_observed", x.mean_observed}});
+  return a;
+}
+
+}  // namespace
+
+CalibrateResult run_calibration(const CalibrateOptions& o) {
+  DSPARK_CHECK(!o.target.empty() && !o.drafter.empty() && !o.data.empty(),
+               "calibrate: --target, --drafter and --data are required");
+  at::set_num_threads(o.threads);
+  auto print = [&](const std::string& line) {
+    if (!o.quiet) fmt::print("{}\n", line);
+  };
+  auto target = load_hf_model(o.target);
+  target->eval();
+  const std::vector<fs::path> dirs = config_dirs(o.drafter);
+  auto drafter = load_drafter(dirs.front(), *target);
+  drafter->eval();
+  DSPARK_CHECK(drafter->has_confidence(), "calibrate: drafter {} has no confidence head", o.drafter.string());
+
+  const auto records = read_regen_data(o.data);
+  auto seqs = make_draft_sequences(records, /*held_out=*/true, o.val_fraction,
+                                   static_cast<int32_t>(target->config().eos_token_id), o.max_len);
+  if (o.max_sequences > 0 && static_cast<int64_t>(seqs.size()) > o.max_sequences)
+    seqs.resize(static_cast<size_t>(o.max_sequences));
+  DSPARK_CHECK(!seqs.empty(), "calibrate: no held-out sequence in {} (val_fraction {})", o.data.string(),
+               o.val_fraction);
+  DraftEvalOptions eval;
+  eval.max_anchors = o.anchors;
+  eval.bf16 = o.bf16;
+  eval.pad_id = std::max<int32_t>(0, static_cast<int32_t>(target->config().eos_token_id));
+  const DraftEvalResult e = evaluate_drafter(*target, *drafter, seqs, eval);
+  CalibrateResult result;
+  result.num_blocks = e.confidence.num_blocks();
+  DSPARK_CHECK(result.num_blocks > 0, "calibrate: no determinable greedy block in the held-out data");
+  print(fmt::format("calibrate: {} held-out sequences, {} blocks ({} determinable), tau greedy {:.3f}, "
+                    "ECE with {} equal-width bins",
+                    e.num_sequences, e.num_blocks, result.num_blocks, e.tau_greedy, o.sts.num_bins));
+  result.sts = sequential_temperature_scaling(e.confidence, o.sts);
+  const auto& s = result.sts;
+  print(" pos   T       ECE before  ECE after   mean a_j before  after   observed");
+  for (size_t j = 0; j < s.temperatures.size(); ++j) {
+    print(fmt::format(" {:<4}  {:<6.3f}  {:<10.4f}  {:<10.4f}  {:<15.4f}  {:<6.4f}  {:.4f}", j + 1, s.temperatures[j],
+                      s.before[j].ece, s.after[j].ece, s.before[j].mean_predicted, s.after[j].mean_predicted,
+                      s.after[j].mean_observed));
+  }
+  const json report{{"temperatures", s.temperatures},
+                    {"num_bins", o.sts.num_bins},
+                    {"blocks", result.num_blocks},
+                    {"sequences", e.num_sequences},
+                    {"tau_greedy", e.tau_greedy},
+                    {"before", positions_json(s.before)},
+                    {"after", positions_json(s.after)}};
+  if (o.write) {
+    for (const fs::path& dir : dirs) {
+      write_confidence_temperatures(dir, s.temperatures);
+      std::ofstream(dir / "calibration.json") << report.dump(2) << "\n";
+      result.written.push_back(dir / "config.json");
+      print(fmt::format("wrote confidence_temperatures to {}", (dir / "config.json").string()));
+    }
+  }
+  return result;
+}
+
+}  // namespace dspark::train

@@ -1,0 +1,121 @@
+#include "train/draft/sts.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+
+namespace dspark::train {
+
+namespace {
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+void check_data(const ConfidenceData& d) {
+  DSPARK_CHECK(d.num_drafts >= 1, "calibration data: num_drafts must be >= 1");
+  DSPARK_CHECK(d.logits.size() == d.survived.size() && d.logits.size() % static_cast<size_t>(d.num_drafts) == 0,
+               "calibration data: {} logits and {} survival labels for {} drafts per block", d.logits.size(),
+               d.survived.size(), d.num_drafts);
+}
+
+}  // namespace
+
+double expected_calibration_error(std::span<const double> predicted, std::span<const uint8_t> observed,
+                                  int num_bins) {
+  DSPARK_CHECK(predicted.size() == observed.size(), "ECE: {} predictions but {} outcomes", predicted.size(),
+               observed.size());
+  DSPARK_CHECK(num_bins >= 1, "ECE: num_bins must be >= 1");
+  if (predicted.empty()) return 0.0;
+  std::vector<double> sum_p(num_bins, 0.0), sum_s(num_bins, 0.0);
+  std::vector<int64_t> count(num_bins, 0);
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    const double p = std::clamp(predicted[i], 0.0, 1.0);
+    const int b = std::min(static_cast<int>(p * num_bins), num_bins - 1);
+    sum_p[b] += p;
+    sum_s[b] += observed[i] ? 1.0 : 0.0;
+    ++count[b];
+  }
+  double ece = 0;
+  for (int b = 0; b < num_bins; ++b) ece += std::abs(sum_p[b] - sum_s[b]);  // = n_b·|mean p − mean s|
+  return ece / static_cast<double>(predicted.size());
+}
+
+std::vector<double> cumulative_survival(const ConfidenceData& d, std::span<const float> temperatures) {
+  check_data(d);
+  const int64_t n = d.num_blocks(), k = d.num_drafts;
+  std::vector<double> out(static_cast<size_t>(n * k));
+  for (int64_t b = 0; b < n; ++b) {
+    double a = 1.0;
+    for (int64_t j = 0; j < k; ++j) {
+      const double t = j < static_cast<int64_t>(temperatures.size()) ? temperatures[j] : 1.0;
+      a *= sigmoid(d.logits[b * k + j] / t);
+      out[b * k + j] = a;
+    }
+  }
+  return out;
+}
+
+std::vector<PositionCalibration> calibration_report(const ConfidenceData& d, std::span<const float> temperatures,
+                                                    int num_bins) {
+  const std::vector<double> a = cumulative_survival(d, temperatures);
+  const int64_t n = d.num_blocks(), k = d.num_drafts;
+  std::vector<PositionCalibration> out(static_cast<size_t>(k));
+  std::vector<double> pred(static_cast<size_t>(n));
+  std::vector<uint8_t> obs(static_cast<size_t>(n));
+  for (int64_t j = 0; j < k; ++j) {
+    double sp = 0, so = 0;
+    for (int64_t b = 0; b < n; ++b) {
+      pred[b] = a[b * k + j];
+      obs[b] = d.survived[b * k + j];
+      sp += pred[b];
+      so += obs[b];
+    }
+    out[j].ece = expected_calibration_error(pred, obs, num_bins);
+    out[j].mean_predicted = n > 0 ? sp / static_cast<double>(n) : 0.0;
+    out[j].mean_observed = n > 0 ? so / static_cast<double>(n) : 0.0;
+  }
+  return out;
+}
+
+StsResult sequential_temperature_scaling(const ConfidenceData& d, const StsOptions& o) {
+  check_data(d);
+  DSPARK_CHECK(o.grid_points >= 3 && o.grid_points % 2 == 1, "STS: grid_points must be odd and >= 3, got {}",
+               o.grid_points);
+  DSPARK_CHECK(o.min_temperature > 0 && o.min_temperature < 1, "STS: min_temperature must be in (0, 1), got {}",
+               o.min_temperature);
+  const int64_t n = d.num_blocks(), k = d.num_drafts;
+  DSPARK_CHECK(n > 0, "STS: no calibration blocks");
+  std::vector<double> grid(static_cast<size_t>(o.grid_points));
+  const int half = o.grid_points / 2;
+  const double step = -std::log(o.min_temperature) / half;
+  for (int i = 0; i < o.grid_points; ++i) grid[i] = std::exp(static_cast<double>(i - half) * step);
+  grid[half] = 1.0;
+
+  StsResult result;
+  result.before = calibration_report(d, {}, o.num_bins);
+  std::vector<double> prefix(static_cast<size_t>(n), 1.0);  // a_{j−1} with the chosen temperatures
+  std::vector<double> pred(static_cast<size_t>(n));
+  std::vector<uint8_t> obs(static_cast<size_t>(n));
+  for (int64_t j = 0; j < k; ++j) {
+    for (int64_t b = 0; b < n; ++b) obs[b] = d.survived[b * k + j];
+    double best_ece = 0, best_t = 1.0;
+    bool have = false;
+    for (int i = 0; i < o.grid_points; ++i) {
+      const double t = grid[i];
+      for (int64_t b = 0; b < n; ++b) pred[b] = prefix[b] * sigmoid(d.logits[b * k + j] / t);
+      const double ece = expected_calibration_error(pred, obs, o.num_bins);
+      const bool closer_to_one = std::abs(std::log(t)) < std::abs(std::log(best_t));
+      if (!have || ece < best_ece - 1e-12 || (std::abs(ece - best_ece) <= 1e-12 && closer_to_one)) {
+        best_ece = ece;
+        best_t = t;
+        have = true;
+      }
+    }
+    result.temperatures.push_back(static_cast<float>(best_t));
+    for (int64_t b = 0; b < n; ++b) prefix[b] *= sigmoid(d.logits[b * k + j] / static_cast<double>(result.temperatures.back()));
+  }
+  result.after = calibration_report(d, result.temperatures, o.num_bins);
+  return result;
+}
+
+}  // namespace dspark::train

@@ -1,0 +1,63 @@
+// Sequential Temperature Scaling (STS) of the DSpark confidence head (DESIGN §4).
+//
+// Data: per drafted block, the confidence logits z_1..z_D (before any temperature) and the
+// observed survival s_j ∈ {0, 1}: drafts 1..j were all accepted by the verifier (so s is
+// non-increasing along a block). The head's prediction of s_j is the cumulative product
+// a_j = ∏_{i≤j} sigmoid(z_i / T_i).
+//
+// ECE (expected calibration error) of predictions against 0/1 outcomes: equal-width bins on
+// [0, 1] (a prediction p goes to bin min(floor(p·bins), bins−1); kDefaultEceBins = 20, as
+// the reference's reliability metrics use), ECE = Σ_b (n_b / n) · |mean p_b − mean s_b|.
+//
+// STS: for j = 1..D in order, T_j is the point of a 1-D log-spaced grid (odd size, so
+// T = 1 is on it) minimising the ECE of a_j with T_1..T_{j−1} fixed at their chosen values;
+// among equal ECEs the T closest to 1 (in log) wins. Temperature scaling is monotone, so the
+// ranking of blocks by c_j is untouched. The engine applies c_j = sigmoid(z_j / T_j).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dspark::train {
+
+inline constexpr int kDefaultEceBins = 20;
+
+struct ConfidenceData {
+  int64_t num_drafts = 0;         // D
+  std::vector<float> logits;      // [n, D] z_j
+  std::vector<uint8_t> survived;  // [n, D] s_j
+
+  int64_t num_blocks() const { return num_drafts > 0 ? static_cast<int64_t>(logits.size()) / num_drafts : 0; }
+};
+
+double expected_calibration_error(std::span<const double> predicted, std::span<const uint8_t> observed,
+                                  int num_bins = kDefaultEceBins);
+
+// a_j for every block: [n, D].
+std::vector<double> cumulative_survival(const ConfidenceData& data, std::span<const float> temperatures);
+
+struct PositionCalibration {
+  double ece = 0;             // of a_j against s_j
+  double mean_predicted = 0;  // mean a_j
+  double mean_observed = 0;   // mean s_j
+};
+// Per position j = 1..D under the given temperatures (empty = all 1).
+std::vector<PositionCalibration> calibration_report(const ConfidenceData& data, std::span<const float> temperatures,
+                                                    int num_bins = kDefaultEceBins);
+
+struct StsOptions {
+  int num_bins = kDefaultEceBins;
+  double min_temperature = 0.05;  // grid ends; the grid is symmetric in log around 1
+  int grid_points = 401;          // odd
+};
+
+struct StsResult {
+  std::vector<float> temperatures;          // [D]
+  std::vector<PositionCalibration> before;  // T = 1
+  std::vector<PositionCalibration> after;   // the chosen temperatures
+};
+
+StsResult sequential_temperature_scaling(const ConfidenceData& data, const StsOptions& options = {});
+
+}  // namespace dspark::train
