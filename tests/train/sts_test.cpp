@@ -77,6 +77,20 @@ TEST(StsTest, CalibratedHeadKeepsTemperatureNearOne) {
   EXPECT_LE(r.after[0].ece, r.before[0].ece);  // T = 1 is on the grid
 }
 
+TEST(StsTest, UninformedPositionKeepsTemperatureOne) {
+  // Draft 2 is never accepted and its confidence is already ~0, so draft 3's temperature
+  // cannot change a_3 measurably: the tie rule keeps it at 1.
+  ConfidenceData d = synthetic({1.0, 1.0, 1.0}, 5000, 8);
+  for (int64_t b = 0; b < d.num_blocks(); ++b) {
+    d.logits[b * 3 + 1] = -30.0f;
+    d.survived[b * 3 + 1] = 0;
+    d.survived[b * 3 + 2] = 0;
+  }
+  const StsResult r = sequential_temperature_scaling(d);
+  EXPECT_EQ(r.temperatures[2], 1.0f);
+  EXPECT_LT(r.after[2].ece, 1e-4);
+}
+
 TEST(StsTest, CumulativeSurvivalUsesTemperatures) {
   ConfidenceData d;
   d.num_drafts = 2;

@@ -73,6 +73,8 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--bins", o->sts.num_bins, "ECE bins (equal width)")->capture_default_str();
   cmd->add_option("--grid", o->sts.grid_points, "Temperature grid points (odd, log-spaced)")->capture_default_str();
   cmd->add_option("--min-temperature", o->sts.min_temperature, "Grid from this to its inverse")->capture_default_str();
+  cmd->add_option("--tie-tolerance", o->sts.tie_tolerance, "ECE differences treated as ties (prefer T near 1)")
+      ->capture_default_str();
   cmd->add_option("--bf16", o->bf16, "bf16 autocast")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads")->capture_default_str();
   cmd->add_option("--write", o->write, "Write the temperatures into the config")->capture_default_str();

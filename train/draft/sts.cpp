@@ -98,18 +98,17 @@ StsResult sequential_temperature_scaling(const ConfidenceData& d, const StsOptio
   std::vector<uint8_t> obs(static_cast<size_t>(n));
   for (int64_t j = 0; j < k; ++j) {
     for (int64_t b = 0; b < n; ++b) obs[b] = d.survived[b * k + j];
-    double best_ece = 0, best_t = 1.0;
-    bool have = false;
+    std::vector<double> ece(static_cast<size_t>(o.grid_points));
+    double min_ece = 0;
     for (int i = 0; i < o.grid_points; ++i) {
-      const double t = grid[i];
-      for (int64_t b = 0; b < n; ++b) pred[b] = prefix[b] * sigmoid(d.logits[b * k + j] / t);
-      const double ece = expected_calibration_error(pred, obs, o.num_bins);
-      const bool closer_to_one = std::abs(std::log(t)) < std::abs(std::log(best_t));
-      if (!have || ece < best_ece - 1e-12 || (std::abs(ece - best_ece) <= 1e-12 && closer_to_one)) {
-        best_ece = ece;
-        best_t = t;
-        have = true;
-      }
+      for (int64_t b = 0; b < n; ++b) pred[b] = prefix[b] * sigmoid(d.logits[b * k + j] / grid[i]);
+      ece[i] = expected_calibration_error(pred, obs, o.num_bins);
+      min_ece = i == 0 ? ece[i] : std::min(min_ece, ece[i]);
+    }
+    double best_t = 0;
+    for (int i = 0; i < o.grid_points; ++i) {
+      if (ece[i] > min_ece + o.tie_tolerance) continue;
+      if (best_t == 0 || std::abs(std::log(grid[i])) < std::abs(std::log(best_t))) best_t = grid[i];
     }
     result.temperatures.push_back(static_cast<float>(best_t));
     for (int64_t b = 0; b < n; ++b) prefix[b] *= sigmoid(d.logits[b * k + j] / static_cast<double>(result.temperatures.back()));

@@ -11,7 +11,9 @@
 //
 // STS: for j = 1..D in order, T_j is the point of a 1-D log-spaced grid (odd size, so
 // T = 1 is on it) minimising the ECE of a_j with T_1..T_{j−1} fixed at their chosen values;
-// among equal ECEs the T closest to 1 (in log) wins. Temperature scaling is monotone, so the
+// ECEs within tie_tolerance of the minimum count as equal and the T closest to 1 (in log)
+// among them wins, so a position the data cannot inform (a_j already ~0, no survivals)
+// keeps T ≈ 1 instead of a grid end. Temperature scaling is monotone, so the
 // ranking of blocks by c_j is untouched. The engine applies c_j = sigmoid(z_j / T_j).
 #pragma once
 
@@ -50,6 +52,7 @@ struct StsOptions {
   int num_bins = kDefaultEceBins;
   double min_temperature = 0.05;  // grid ends; the grid is symmetric in log around 1
   int grid_points = 401;          // odd
+  double tie_tolerance = 1e-4;    // ECE differences below this are ties (prefer T near 1)
 };
 
 struct StsResult {
