@@ -22,6 +22,7 @@
 #include "train/model/hf_weights.h"
 #include "train/model/transformer.h"
 #include "train/pretrain/adamw.h"
+#include "train/stop_signals.h"
 #include "train/pretrain/run_log.h"
 #include "train/pretrain/schedule.h"
 
@@ -31,30 +32,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::atomic<int> g_draft_stop{0};
-extern "C" void on_draft_stop(int sig) {
-  g_draft_stop.store(sig);
-  std::signal(sig, SIG_DFL);
-}
-
-class StopSignals {
- public:
-  StopSignals() {
-    g_draft_stop.store(0);
-    prev_int_ = std::signal(SIGINT, on_draft_stop);
-    prev_term_ = std::signal(SIGTERM, on_draft_stop);
-  }
-  ~StopSignals() {
-    std::signal(SIGINT, prev_int_);
-    std::signal(SIGTERM, prev_term_);
-  }
-  int requested() const { return g_draft_stop.load(); }
-
- private:
-  void (*prev_int_)(int) = SIG_DFL;
-  void (*prev_term_)(int) = SIG_DFL;
-};
 
 json read_json_or_null(const fs::path& path) {
   std::ifstream in(path);

@@ -18,6 +18,7 @@
 #include "train/model/hf_weights.h"
 #include "train/model/transformer.h"
 #include "train/pretrain/adamw.h"
+#include "train/stop_signals.h"
 #include "train/pretrain/mixture_sampler.h"
 #include "train/pretrain/pretrain_options_json.h"
 #include "train/pretrain/run_log.h"
@@ -30,33 +31,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-
-extern "C" void on_stop_signal(int sig) {
-  g_stop_signal.store(sig);
-  // A second signal ends the process the default way.
-  std::signal(sig, SIG_DFL);
-}
-
-// Installs SIGINT/SIGTERM handlers for the lifetime of the run.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal.store(0);
-    prev_int_ = std::signal(SIGINT, on_stop_signal);
-    prev_term_ = std::signal(SIGTERM, on_stop_signal);
-  }
-  ~StopSignals() {
-    std::signal(SIGINT, prev_int_);
-    std::signal(SIGTERM, prev_term_);
-  }
-  int requested() const { return g_stop_signal.load(); }
-
- private:
-  void (*prev_int_)(int) = SIG_DFL;
-  void (*prev_term_)(int) = SIG_DFL;
-};
 
 ModelConfig config_from_options(const PretrainOptions& o, const TokenShards& corpus) {
   ModelConfig c;
