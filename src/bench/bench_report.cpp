@@ -36,6 +36,23 @@ std::optional<double> sample_value(std::string_view line, std::string_view name)
   }
 }
 
+// The integer value of label `key` in a sample line's label set, if present.
+std::optional<int64_t> label_value(std::string_view line, std::string_view key) {
+  const size_t open = line.find('{');
+  const size_t close = line.find('}');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return std::nullopt;
+  const std::string needle = std::string(key) + "=\"";
+  const std::string_view labels = line.substr(open + 1, close - open - 1);
+  const size_t at = labels.find(needle);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view value = labels.substr(at + needle.size());
+  int64_t v = 0;
+  size_t digits = 0;
+  for (; digits < value.size() && value[digits] >= '0' && value[digits] <= '9'; ++digits) v = v * 10 + (value[digits] - '0');
+  if (digits == 0 || digits >= value.size() || value[digits] != '"') return std::nullopt;
+  return v;
+}
+
 }  // namespace
 
 double percentile(std::vector<double> values, double q) {
@@ -101,6 +118,12 @@ std::optional<SpecCounters> parse_spec_counters(std::string_view text) {
                          "vllm:spec_decode_num_draft_tokens"});
     add(c.accepted_tokens, {"dspark:spec_decode_num_accepted_tokens", "vllm:spec_decode_num_accepted_tokens_total",
                             "vllm:spec_decode_num_accepted_tokens"});
+    if (auto rounds = sample_value(line, "dspark:spec_decode_verified_length")) {
+      if (auto length = label_value(line, "length")) {
+        c.verified_rounds += *rounds;
+        c.verified_drafts += *rounds * static_cast<double>(*length);
+      }
+    }
   }
   if (!found) return std::nullopt;
   return c;
@@ -114,17 +137,26 @@ std::optional<double> mean_acceptance_length(const std::optional<SpecCounters>& 
   return 1.0 + (after->accepted_tokens - before->accepted_tokens) / drafts;
 }
 
+std::optional<double> mean_verified_length(const std::optional<SpecCounters>& before,
+                                           const std::optional<SpecCounters>& after) {
+  if (!before || !after) return std::nullopt;
+  const double rounds = after->verified_rounds - before->verified_rounds;
+  if (rounds <= 0) return std::nullopt;
+  return (after->verified_drafts - before->verified_drafts) / rounds;
+}
+
 std::string format_table(const std::vector<LevelResult>& levels) {
-  std::string out = fmt::format("{:<16} {:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>7} {:>6}\n", "level",
+  std::string out = fmt::format("{:<16} {:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>7} {:>6} {:>6}\n", "level",
                                 "reqs", "fail", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "out tok/s",
-                                "req/s", "tau");
+                                "req/s", "tau", "mean L");
   for (const LevelResult& l : levels) {
     const std::string label = l.mode == "rate" ? fmt::format("rate {:g}/s", l.level)
                                                : fmt::format("concurrency {:g}", l.level);
     const std::string tau = l.tau ? fmt::format("{:.2f}", *l.tau) : "-";
-    out += fmt::format("{:<16} {:>5} {:>5} {:>7.1f}ms {:>7.1f}ms {:>7.2f}ms {:>7.2f}ms {:>6.2f}ms {:>10.1f} {:>7.2f} {:>6}\n",
+    const std::string verified = l.mean_verified_length ? fmt::format("{:.2f}", *l.mean_verified_length) : "-";
+    out += fmt::format("{:<16} {:>5} {:>5} {:>7.1f}ms {:>7.1f}ms {:>7.2f}ms {:>7.2f}ms {:>6.2f}ms {:>10.1f} {:>7.2f} {:>6} {:>6}\n",
                        label, l.num_requests, l.num_failed, l.ttft_median_ms, l.ttft_p99_ms, l.tpot_median_ms,
-                       l.tpot_p99_ms, l.itl_median_ms, l.output_tokens_per_s, l.requests_per_s, tau);
+                       l.tpot_p99_ms, l.itl_median_ms, l.output_tokens_per_s, l.requests_per_s, tau, verified);
   }
   return out;
 }
@@ -144,6 +176,8 @@ nlohmann::json to_json(const LevelResult& l) {
           {"output_tokens_per_s", l.output_tokens_per_s},
           {"requests_per_s", l.requests_per_s},
           {"tau", l.tau ? nlohmann::json(*l.tau) : nlohmann::json(nullptr)},
+          {"mean_verified_length",
+           l.mean_verified_length ? nlohmann::json(*l.mean_verified_length) : nlohmann::json(nullptr)},
           {"first_error", l.first_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(l.first_error)}};
 }
 

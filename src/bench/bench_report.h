@@ -3,8 +3,8 @@
 // streamed chunks; per load level the median and p99 of TTFT and of
 // TPOT = (latency - TTFT) / (output_tokens - 1), the median inter-token latency (ITL, gaps
 // between token-carrying SSE chunks), output tokens/s and requests/s over the level's
-// wall time, and the mean acceptance length tau = 1 + Δaccepted / Δdrafts from the
-// server's Prometheus counters before and after the level.
+// wall time, the mean acceptance length tau = 1 + Δaccepted / Δdrafts and (dspark servers)
+// the mean verified length L from the server's Prometheus counters before and after the level.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +40,7 @@ struct LevelResult {
   double output_tokens_per_s = 0;
   double requests_per_s = 0;    // successful requests per second
   std::optional<double> tau;    // when the server exposes speculative-decoding counters
+  std::optional<double> mean_verified_length;  // drafts verified per request-round (dspark servers)
   std::string first_error;      // one failure message, for the report
 };
 
@@ -54,6 +55,8 @@ struct SpecCounters {
   double drafts = 0;
   double draft_tokens = 0;
   double accepted_tokens = 0;
+  double verified_rounds = 0;   // request-rounds counted by dspark:spec_decode_verified_length
+  double verified_drafts = 0;   // sum over those rounds of the drafts verified (L)
 };
 
 // Reads dspark's counters (dspark:spec_decode_num_drafts, ..._num_draft_tokens,
@@ -63,6 +66,11 @@ std::optional<SpecCounters> parse_spec_counters(std::string_view prometheus_text
 // 1 + Δaccepted / Δdrafts; nullopt without counters or without new drafts.
 std::optional<double> mean_acceptance_length(const std::optional<SpecCounters>& before,
                                              const std::optional<SpecCounters>& after);
+
+// Mean drafts verified per decoding request-round between two scrapes (the load-aware
+// schedule's L); nullopt without dspark's verified-length counters or without new rounds.
+std::optional<double> mean_verified_length(const std::optional<SpecCounters>& before,
+                                           const std::optional<SpecCounters>& after);
 
 std::string format_table(const std::vector<LevelResult>& levels);
 nlohmann::json to_json(const LevelResult& level);

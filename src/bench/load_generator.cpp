@@ -227,7 +227,9 @@ LevelResult LoadGenerator::run_closed_loop(int64_t concurrency, int64_t num_requ
   for (auto& t : workers) t.join();
   const double duration = now_seconds() - start;
   LevelResult result = summarize("concurrency", static_cast<double>(concurrency), records, duration);
-  result.tau = mean_acceptance_length(before, scrape_spec_counters());
+  const auto after = scrape_spec_counters();
+  result.tau = mean_acceptance_length(before, after);
+  result.mean_verified_length = mean_verified_length(before, after);
   return result;
 }
 
@@ -257,7 +259,9 @@ LevelResult LoadGenerator::run_open_loop(double rate, int64_t num_requests, cons
   for (auto& t : senders) t.join();
   const double duration = now_seconds() - start;
   LevelResult result = summarize("rate", rate, records, duration);
-  result.tau = mean_acceptance_length(before, scrape_spec_counters());
+  const auto after = scrape_spec_counters();
+  result.tau = mean_acceptance_length(before, after);
+  result.mean_verified_length = mean_verified_length(before, after);
   return result;
 }
 

@@ -64,6 +64,39 @@ TEST(BenchReport, PercentilesAndSummary) {
   EXPECT_EQ(to_json(r)["tau"], nullptr);
 }
 
+TEST(BenchReport, SpecCountersFromPrometheusText) {
+  const std::string before_page =
+      "# TYPE dspark:spec_decode_num_drafts counter\n"
+      "dspark:spec_decode_num_drafts 10\n"
+      "dspark:spec_decode_num_draft_tokens 40\n"
+      "dspark:spec_decode_num_accepted_tokens 15\n"
+      "dspark:spec_decode_verified_length{length=\"0\"} 2\n"
+      "dspark:spec_decode_verified_length{length=\"4\"} 10\n"
+      "dspark:spec_decode_mean_verified_length 3.3\n";
+  const std::string after_page =
+      "dspark:spec_decode_num_drafts 30\n"
+      "dspark:spec_decode_num_draft_tokens 100\n"
+      "dspark:spec_decode_num_accepted_tokens 55\n"
+      "dspark:spec_decode_verified_length{length=\"0\"} 6\n"
+      "dspark:spec_decode_verified_length{length=\"2\"} 4\n"
+      "dspark:spec_decode_verified_length{length=\"4\"} 22\n"
+      "dspark:spec_decode_verified_length{length=\"12x\"} 99\n";  // malformed label: ignored
+  const auto before = parse_spec_counters(before_page);
+  const auto after = parse_spec_counters(after_page);
+  ASSERT_TRUE(before && after);
+  EXPECT_DOUBLE_EQ(before->verified_rounds, 12);
+  EXPECT_DOUBLE_EQ(before->verified_drafts, 40);
+  EXPECT_DOUBLE_EQ(*mean_acceptance_length(before, after), 1.0 + 40.0 / 20.0);
+  // New rounds: 4 with L=0, 4 with L=2, 12 with L=4 -> (8 + 48) / 20.
+  EXPECT_DOUBLE_EQ(*mean_verified_length(before, after), 56.0 / 20.0);
+  EXPECT_FALSE(mean_verified_length(before, before).has_value());
+  EXPECT_FALSE(parse_spec_counters("vllm:other_metric 3\n").has_value());
+  const auto vllm = parse_spec_counters("vllm:spec_decode_num_drafts_total{model_name=\"m\"} 7\n");
+  ASSERT_TRUE(vllm.has_value());
+  EXPECT_DOUBLE_EQ(vllm->drafts, 7);
+  EXPECT_FALSE(mean_verified_length(vllm, vllm).has_value());
+}
+
 LoadOptions options_for(const testing::TestServer& server) {
   LoadOptions o;
   o.url = server.url();
