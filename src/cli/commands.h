@@ -11,5 +11,6 @@ void register_eval(CLI::App& app);
 void register_profile(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_plot(CLI::App& app);
 
 }  // namespace dspark::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   dspark::cli::register_profile(app);
   dspark::cli::register_serve(app);
   dspark::cli::register_bench(app);
+  dspark::cli::register_plot(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
