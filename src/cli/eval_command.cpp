@@ -2,7 +2,8 @@
 // twice in the same process, alternating — once with the speculator, once without — so
 // the speedup is a ratio measured side by side. Prints per domain: mean acceptance
 // length tau, acceptance per position, decode tokens/s of both runs and their ratio, and
-// (greedy) whether every output was identical; optionally writes the table as JSON.
+// (greedy) whether every output was identical and, for drafters with a confidence head,
+// predicted vs observed survival per position; optionally writes the table as JSON.
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bench/dataset.h"
@@ -48,6 +50,27 @@ void add_run(const GenerationResult& r, int64_t& tokens, double& decode_s, doubl
   tokens += r.tokens.size() > 1 ? static_cast<int64_t>(r.tokens.size()) - 1 : 0;
   decode_s += r.total_seconds - r.ttft_seconds;
   total_s += r.total_seconds;
+}
+
+void print_calibration(const std::string& name, const SpecDecodeMetrics& m) {
+  std::string line = fmt::format("{:<14}", name);
+  for (int32_t j = 0; j < m.max_positions(); ++j) {
+    if (m.calibration_rounds[static_cast<size_t>(j)] == 0) break;
+    line += fmt::format(" {:.2f}/{:.2f}", m.predicted_survival(j), m.observed_survival(j));
+  }
+  std::printf("%s\n", line.c_str());
+}
+
+nlohmann::json calibration_json(const SpecDecodeMetrics& m) {
+  if (!m.has_calibration()) return nullptr;
+  nlohmann::json predicted = nlohmann::json::array(), observed = nlohmann::json::array(),
+                 rounds = nlohmann::json::array();
+  for (int32_t j = 0; j < m.max_positions(); ++j) {
+    predicted.push_back(m.predicted_survival(j));
+    observed.push_back(m.observed_survival(j));
+    rounds.push_back(m.calibration_rounds[static_cast<size_t>(j)]);
+  }
+  return {{"predicted_survival", predicted}, {"observed_survival", observed}, {"rounds", rounds}};
 }
 
 void run_eval(EvalArgs& args) {
@@ -122,9 +145,15 @@ void run_eval(EvalArgs& args) {
                     {"num_accepted_tokens", d.metrics.num_accepted_tokens}, {"acceptance_per_position", per_position},
                     {"spec_decode_tokens_per_s", d.spec_tps()}, {"plain_decode_tokens_per_s", d.plain_tps()},
                     {"speedup", speedup}, {"greedy_mismatches", d.mismatches},
-                    {"spec_total_s", d.spec_total_s}, {"plain_total_s", d.plain_total_s}});
+                    {"spec_total_s", d.spec_total_s}, {"plain_total_s", d.plain_total_s},
+                    {"calibration", calibration_json(d.metrics)}});
   }
   std::printf("%-14s %7s %6.3f\n", "all", "", all.mean_acceptance_length());
+  if (all.has_calibration()) {
+    std::printf("\nconfidence calibration: predicted survival prod(c_1..c_j) / observed (drafts 1..j accepted)\n");
+    for (const std::string& name : order) print_calibration(name, domains[name].metrics);
+    print_calibration("all", all);
+  }
   if (!args.json_path.empty()) {
     std::ofstream(args.json_path) << nlohmann::json{{"speculator", args.speculator.speculator},
                                                     {"num_speculative_tokens", num_spec_tokens},

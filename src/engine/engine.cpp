@@ -378,8 +378,10 @@ void Engine::commit(Request& r, const float* logits, bool decoding_round) {
   in.greedy = sp.greedy();
   const VerifyResult verdict = rejection_sampler_.verify(in, r.rng);
   if (num_drafts > 0) {
-    r.spec_metrics.record_round(num_drafts, verdict.num_accepted);
-    spec_metrics_.record_round(num_drafts, verdict.num_accepted);
+    const std::span<const float> confidence =
+        r.draft_confidence ? std::span<const float>(r.draft_confidence, num_drafts) : std::span<const float>();
+    r.spec_metrics.record_round(num_drafts, verdict.num_accepted, confidence);
+    spec_metrics_.record_round(num_drafts, verdict.num_accepted, confidence);
   }
   if (proposer_ && decoding_round) {
     ScheduleMetrics& sm = schedule_metrics_;

@@ -11,9 +11,13 @@ SpecDecodeMetrics::SpecDecodeMetrics(int32_t max_positions) {
                max_positions);
   accepted_per_position.assign(static_cast<size_t>(max_positions), 0);
   drafted_per_position.assign(static_cast<size_t>(max_positions), 0);
+  calibration_rounds.assign(static_cast<size_t>(max_positions), 0);
+  calibration_survived.assign(static_cast<size_t>(max_positions), 0);
+  calibration_predicted.assign(static_cast<size_t>(max_positions), 0.0);
 }
 
-void SpecDecodeMetrics::record_round(int32_t num_draft_tokens_in_round, int32_t num_accepted) {
+void SpecDecodeMetrics::record_round(int32_t num_draft_tokens_in_round, int32_t num_accepted,
+                                     std::span<const float> confidence) {
   DSPARK_CHECK(num_draft_tokens_in_round >= 0 && num_draft_tokens_in_round <= max_positions(),
                "SpecDecodeMetrics: a round of {} draft tokens, expected 0..{}",
                num_draft_tokens_in_round, max_positions());
@@ -26,6 +30,17 @@ void SpecDecodeMetrics::record_round(int32_t num_draft_tokens_in_round, int32_t 
   num_accepted_tokens += num_accepted;
   for (int32_t i = 0; i < num_accepted; ++i) accepted_per_position[static_cast<size_t>(i)] += 1;
   for (int32_t i = 0; i < num_draft_tokens_in_round; ++i) drafted_per_position[static_cast<size_t>(i)] += 1;
+  if (confidence.empty()) return;
+  DSPARK_CHECK(static_cast<int32_t>(confidence.size()) == num_draft_tokens_in_round,
+               "SpecDecodeMetrics: {} confidences for {} draft tokens", confidence.size(), num_draft_tokens_in_round);
+  double survival = 1.0;
+  for (int32_t i = 0; i < num_draft_tokens_in_round; ++i) {
+    const auto at = static_cast<size_t>(i);
+    survival *= std::clamp(static_cast<double>(confidence[at]), 0.0, 1.0);
+    calibration_rounds[at] += 1;
+    calibration_predicted[at] += survival;
+    if (i < num_accepted) calibration_survived[at] += 1;
+  }
 }
 
 void SpecDecodeMetrics::merge(const SpecDecodeMetrics& other) {
@@ -35,9 +50,15 @@ void SpecDecodeMetrics::merge(const SpecDecodeMetrics& other) {
   const size_t size = std::max(accepted_per_position.size(), other.accepted_per_position.size());
   accepted_per_position.resize(size, 0);
   drafted_per_position.resize(size, 0);
+  calibration_rounds.resize(size, 0);
+  calibration_survived.resize(size, 0);
+  calibration_predicted.resize(size, 0.0);
   for (size_t i = 0; i < other.accepted_per_position.size(); ++i) {
     accepted_per_position[i] += other.accepted_per_position[i];
     drafted_per_position[i] += other.drafted_per_position[i];
+    calibration_rounds[i] += other.calibration_rounds[i];
+    calibration_survived[i] += other.calibration_survived[i];
+    calibration_predicted[i] += other.calibration_predicted[i];
   }
 }
 
@@ -66,6 +87,26 @@ double SpecDecodeMetrics::position_conditional_rate(int32_t position) const {
   if (drafted == 0) return 0.0;
   return static_cast<double>(accepted_per_position[static_cast<size_t>(position)]) /
          static_cast<double>(drafted);
+}
+
+bool SpecDecodeMetrics::has_calibration() const {
+  return std::any_of(calibration_rounds.begin(), calibration_rounds.end(), [](int64_t n) { return n > 0; });
+}
+
+double SpecDecodeMetrics::predicted_survival(int32_t position) const {
+  DSPARK_CHECK(position >= 0 && position < max_positions(), "SpecDecodeMetrics: position {} outside 0..{}", position,
+               max_positions() - 1);
+  const auto at = static_cast<size_t>(position);
+  return calibration_rounds[at] > 0 ? calibration_predicted[at] / static_cast<double>(calibration_rounds[at]) : 0.0;
+}
+
+double SpecDecodeMetrics::observed_survival(int32_t position) const {
+  DSPARK_CHECK(position >= 0 && position < max_positions(), "SpecDecodeMetrics: position {} outside 0..{}", position,
+               max_positions() - 1);
+  const auto at = static_cast<size_t>(position);
+  return calibration_rounds[at] > 0
+             ? static_cast<double>(calibration_survived[at]) / static_cast<double>(calibration_rounds[at])
+             : 0.0;
 }
 
 }  // namespace dspark

@@ -110,6 +110,7 @@ struct SpecRun {
   std::vector<std::vector<int32_t>> outputs;
   SpecDecodeMetrics metrics;
   int64_t preemptions = 0;
+  bool confidence_head = false;
 };
 
 SpecRun run_speculative(DrafterCase which, EngineOptions options, DType compute = DType::kBF16,
@@ -128,6 +129,7 @@ SpecRun run_speculative(DrafterCase which, EngineOptions options, DType compute 
   run.outputs = run_all(engine, prompts(12), greedy(40));
   run.metrics = engine.spec_metrics();
   run.preemptions = engine.stats().num_preemptions;
+  run.confidence_head = which != DrafterCase::kRandomDFlash;
   return run;
 }
 
@@ -135,6 +137,9 @@ void expect_identical(const SpecRun& run) {
   ASSERT_EQ(run.outputs.size(), plain_outputs().size());
   for (size_t i = 0; i < run.outputs.size(); ++i) EXPECT_EQ(run.outputs[i], plain_outputs()[i]) << "prompt " << i;
   EXPECT_GT(run.metrics.num_drafts, 0);
+  // With a confidence head (DSpark) every verified round feeds the calibration counters,
+  // position 0 in each of them; without one (DFlash) none does.
+  EXPECT_EQ(run.metrics.calibration_rounds[0], run.confidence_head ? run.metrics.drafted_per_position[0] : 0);
 }
 
 TEST(DSparkEngine, CaptureLayersComeFromTheDrafter) {

@@ -66,6 +66,35 @@ TEST(SpecDecodeMetrics, MergeAddsAndGrows) {
   EXPECT_DOUBLE_EQ(a.mean_acceptance_length(), 1.0 + 6.0 / 4.0);
 }
 
+TEST(SpecDecodeMetrics, CalibrationComparesPredictedAndObservedSurvival) {
+  SpecDecodeMetrics m(3);
+  EXPECT_FALSE(m.has_calibration());
+  m.record_round(2, 1);  // no confidences: counts for tau, not for calibration
+  EXPECT_FALSE(m.has_calibration());
+  const std::vector<float> c1 = {0.5f, 0.5f, 1.0f};
+  m.record_round(3, 3, c1);  // a = 0.5, 0.25, 0.25; all survived
+  const std::vector<float> c2 = {1.0f, 0.5f};
+  m.record_round(2, 0, c2);  // a = 1, 0.5; none survived
+  ASSERT_TRUE(m.has_calibration());
+  EXPECT_EQ(m.calibration_rounds, (std::vector<int64_t>{2, 2, 1}));
+  EXPECT_EQ(m.calibration_survived, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_DOUBLE_EQ(m.predicted_survival(0), (0.5 + 1.0) / 2);
+  EXPECT_DOUBLE_EQ(m.predicted_survival(1), (0.25 + 0.5) / 2);
+  EXPECT_DOUBLE_EQ(m.predicted_survival(2), 0.25);
+  EXPECT_DOUBLE_EQ(m.observed_survival(0), 0.5);
+  EXPECT_DOUBLE_EQ(m.observed_survival(2), 1.0);
+  // Merging adds the calibration counts too.
+  SpecDecodeMetrics other(3);
+  const std::vector<float> c3 = {0.0f};
+  other.record_round(1, 0, c3);
+  m.merge(other);
+  EXPECT_EQ(m.calibration_rounds, (std::vector<int64_t>{3, 2, 1}));
+  EXPECT_DOUBLE_EQ(m.predicted_survival(0), 1.5 / 3);
+  // Confidences must match the round's draft count.
+  EXPECT_THROW(m.record_round(2, 0, c1), Error);
+  EXPECT_THROW(m.predicted_survival(3), Error);
+}
+
 TEST(SpecDecodeMetrics, RejectsImpossibleRounds) {
   SpecDecodeMetrics m(3);
   EXPECT_THROW(m.record_round(4, 0), Error);
