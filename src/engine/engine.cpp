@@ -74,6 +74,7 @@ Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptio
   running_.reserve(options_.max_running);
   schedule_metrics_.verified_length_counts.assign(k + 1, 0);
   survival_.assign(options_.max_running, std::vector<double>(k));
+  expected_survival_.assign(k, 0.0);
   survival_views_.reserve(options_.max_running);
   chosen_lengths_.reserve(options_.max_running);
   deciding_.reserve(options_.max_running);
@@ -157,12 +158,16 @@ void Engine::propose_drafts() {
   draft_requests_.clear();
   draft_owners_.clear();
   // Adaptive: never draft what the scheduler could not admit at this load, even if every
-  // draft were certain to be accepted.
+  // draft were certain to be accepted; and skip drafts that the acceptance measured so far
+  // says cannot pay at this load (the drafter's own time is not in the scheduler's
+  // objective, so drafting for a busy machine is pure loss).
   int32_t budget = proposer_->num_speculative_tokens();
   if (options_.spec_schedule == SpecSchedule::kAdaptive) {
     int64_t decoding = 0;
     for (const auto& r : running_) decoding += r->is_decoding() ? 1 : 0;
     budget = PrefixScheduler::max_useful_drafts(decoding, budget, *options_.step_cost);
+    expected_survival(expected_survival_);
+    budget = PrefixScheduler::expected_useful_drafts(decoding, budget, expected_survival_, *options_.step_cost);
   }
   for (auto& r : running_) {
     if (!r->is_decoding()) continue;
@@ -193,21 +198,35 @@ void Engine::propose_drafts() {
   }
 }
 
+double Engine::measured_acceptance(size_t position) const {
+  // The acceptance rate measured so far at this position, given that the previous ones
+  // survived (Laplace-smoothed so early rounds explore).
+  const auto& m = spec_metrics_;
+  const double accepted =
+      position < m.accepted_per_position.size() ? static_cast<double>(m.accepted_per_position[position]) : 0;
+  const double drafted =
+      position < m.drafted_per_position.size() ? static_cast<double>(m.drafted_per_position[position]) : 0;
+  return (accepted + 1.0) / (drafted + 2.0);
+}
+
+void Engine::expected_survival(std::vector<double>& out) const {
+  // Until a position has been verified often enough, assume its drafts survive
+  // (optimistic), so that drafting at a busy start still gathers the measurements.
+  constexpr int64_t kMinObservations = 32;
+  const auto& drafted = spec_metrics_.drafted_per_position;
+  double a = 1.0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const bool measured = i < drafted.size() && drafted[i] >= kMinObservations;
+    a *= measured ? measured_acceptance(i) : 1.0;
+    out[i] = a;
+  }
+}
+
 void Engine::survival_of(const Request& r, std::vector<double>& out) const {
   const size_t n = r.drafts.size();
   double a = 1.0;
   for (size_t i = 0; i < n; ++i) {
-    double c;
-    if (r.draft_confidence) {
-      c = r.draft_confidence[i];
-    } else {
-      // No confidence head: the acceptance rate measured so far at this position, given
-      // that the previous ones survived (Laplace-smoothed so early rounds explore).
-      const auto& m = spec_metrics_;
-      const double accepted = i < m.accepted_per_position.size() ? static_cast<double>(m.accepted_per_position[i]) : 0;
-      const double drafted = i < m.drafted_per_position.size() ? static_cast<double>(m.drafted_per_position[i]) : 0;
-      c = (accepted + 1.0) / (drafted + 2.0);
-    }
+    const double c = r.draft_confidence ? static_cast<double>(r.draft_confidence[i]) : measured_acceptance(i);
     a *= std::clamp(c, 0.0, 1.0);
     out[i] = a;
   }

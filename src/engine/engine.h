@@ -120,6 +120,8 @@ class Engine {
   void choose_verified_lengths();
   // Survival estimates a_{r,1..n} for one request's drafts, into `out`.
   void survival_of(const Request& request, std::vector<double>& out) const;
+  double measured_acceptance(size_t position) const;
+  void expected_survival(std::vector<double>& out) const;
   void schedule();
   void preempt(Request& victim);
   void run_forward_and_commit();
@@ -163,6 +165,7 @@ class Engine {
   std::vector<CommittedHiddenStates> committed_;  // [max_running] for hidden-state proposers
   std::vector<Request*> deciding_;                // decoding requests with drafts this step
   std::vector<std::vector<double>> survival_;     // [max_running][K] a_{r,i}
+  std::vector<double> expected_survival_;          // [K] drafter budget estimate
   std::vector<std::span<const double>> survival_views_;
   std::vector<int32_t> chosen_lengths_;           // [max_running]
 };

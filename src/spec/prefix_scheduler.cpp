@@ -94,4 +94,30 @@ int32_t PrefixScheduler::max_useful_drafts(int64_t num_requests, int32_t max_dra
   return useful;
 }
 
+int32_t PrefixScheduler::expected_useful_drafts(int64_t num_requests, int32_t max_drafts,
+                                                std::span<const double> expected_survival,
+                                                const StepCostTable& cost) {
+  if (num_requests <= 0) return 0;
+  DSPARK_CHECK(static_cast<int64_t>(expected_survival.size()) >= max_drafts,
+               "expected survival has {} positions for {} drafts", expected_survival.size(), max_drafts);
+  // choose() on num_requests identical requests: candidates in survival order are every
+  // request's position 1, then every position 2, ...; admitted one at a time until Φ drops.
+  int64_t batch = num_requests;
+  double tau = static_cast<double>(num_requests);
+  double best_phi = tau * cost.sps(batch);
+  int32_t useful = 0;
+  for (int32_t n = 1; n <= max_drafts; ++n) {
+    const double s = expected_survival[static_cast<size_t>(n - 1)];
+    for (int64_t r = 0; r < num_requests; ++r) {
+      ++batch;
+      tau += s;
+      const double phi = tau * cost.sps(batch);
+      if (phi < best_phi) return useful;
+      best_phi = phi;
+      useful = n;
+    }
+  }
+  return useful;
+}
+
 }  // namespace dspark

@@ -63,6 +63,15 @@ class PrefixScheduler {
   // the drafter).
   static int32_t max_useful_drafts(int64_t num_requests, int32_t max_drafts, const StepCostTable& cost);
 
+  // The most drafts per request worth proposing at load R when every request is expected
+  // to survive position i with probability expected_survival[i] (cumulative, measured
+  // online): the longest prefix that choose() would admit for R identical requests with
+  // that survival (greedy by survival, stopping at the first drop of Φ). Unlike
+  // max_useful_drafts this is an estimate, not a bound: it keeps the drafter from running
+  // when the machine is too busy for its drafts to be verified.
+  static int32_t expected_useful_drafts(int64_t num_requests, int32_t max_drafts,
+                                        std::span<const double> expected_survival, const StepCostTable& cost);
+
  private:
   struct Candidate {
     double survival;

@@ -96,6 +96,25 @@ TEST(PrefixScheduler, MaxUsefulDrafts) {
   EXPECT_EQ(PrefixScheduler::max_useful_drafts(0, 4, steep), 0);
 }
 
+TEST(PrefixScheduler, ExpectedUsefulDraftsWeighsMeasuredSurvivalAgainstLoad) {
+  const std::vector<double> certain(8, 1.0);
+  const std::vector<double> likely = {0.9, 0.72, 0.5, 0.3, 0.1, 0.05, 0.02, 0.01};
+  // Free extra tokens: any draft helps.
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(4, 8, likely, affine_cost(0.0)), 8);
+  // Fully compute-bound (SPS(b) = 1/b): only certain drafts break even.
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(4, 8, certain, affine_cost(1.0)), 8);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(4, 8, likely, affine_cost(1.0)), 0);
+  // SPS(b) = 1 / (1 + 0.1 (b - 1)). R = 1: Φ = 1, then 1.73, 2.18, 2.40, 2.44 and 2.35 at
+  // the fifth draft: four drafts. R = 16: Φ = 6.40 rises with every position-1 draft
+  // (0.9 · 2.5 > 16 · 0.1 at the margin) to 7.41, and the first position-2 draft lowers it
+  // (0.72 · 4.1 < 30.4 · 0.1): one draft per request.
+  const StepCostTable mild = affine_cost(0.1, 256);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild), 4);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild), 1);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(0, 8, likely, mild), 0);
+  EXPECT_THROW(PrefixScheduler::expected_useful_drafts(1, 9, likely, mild), Error);
+}
+
 // The paper's counterexample, run as a sampling experiment through the real scheduler and
 // rejection sampler. Vocabulary {A, B}; target p = (0.7, 0.3) at every position; draft
 // q = (0.5, 0.5); c1 = 0.8; c2 = 0.9 if x1 = A else 0; SPS = 1, 0.5, 0.45. The first
