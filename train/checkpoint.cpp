@@ -69,6 +69,18 @@ void save_checkpoint_files(const fs::path& run_dir, const json& config, const st
   fs::remove_all(old_dir);
 }
 
+void write_json_atomic(const fs::path& path, const nlohmann::json& j) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << "\n";
+    out.close();
+    DSPARK_CHECK(out.good(), "cannot write {}", tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
 fs::path find_checkpoint(const fs::path& dir) {
   if (fs::exists(dir / "state.json") && fs::exists(dir / "model.safetensors")) return dir;
   if (fs::exists(dir / "checkpoint" / "state.json")) return dir / "checkpoint";

@@ -35,6 +35,9 @@ void save_checkpoint_files(const std::filesystem::path& run_dir, const nlohmann:
 // directory itself; returns an empty path when there is none.
 std::filesystem::path find_checkpoint(const std::filesystem::path& dir);
 
+// Writes PATH.tmp, then renames it over PATH, so a reader never sees half a file.
+void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& j);
+
 nlohmann::json read_checkpoint_state(const std::filesystem::path& checkpoint_dir);
 ModelConfig read_checkpoint_config(const std::filesystem::path& checkpoint_dir);
 // Restores parameters and, when optimizer is not null, the optimizer moments and step count.

@@ -19,19 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-// Writes PATH.tmp, then renames it over PATH.
-void write_json_atomic(const fs::path& path, const json& j) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-    out.close();
-    DSPARK_CHECK(out.good(), "cannot write {}", tmp.string());
-  }
-  fs::rename(tmp, path);
-}
-
 json id_or_null(int64_t id) { return id >= 0 ? json(id) : json(nullptr); }
 
 }  // namespace

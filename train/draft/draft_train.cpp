@@ -218,9 +218,9 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
   };
 
   const double run_start = now_seconds();
-  double interval_seconds = 0, interval_loss = 0, interval_ce = 0, interval_tv = 0, interval_conf = 0;
-  double interval_accept = 0;
-  int64_t interval_steps = 0, interval_tokens = 0, steps_here = 0, tokens_here = 0, last_saved = step;
+  ProgressInterval interval;
+  double interval_loss = 0, interval_ce = 0, interval_tv = 0, interval_conf = 0, interval_accept = 0;
+  int64_t steps_here = 0, tokens_here = 0, last_saved = step;
   while (step < o.steps) {
     if (signals.requested()) {
       log.print("signal {} received: stopping at step {}", signals.requested(), step);
@@ -255,7 +255,7 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
     result.last_step = step;
     const double dt = now_seconds() - t0;
     train_seconds += dt;
-    interval_seconds += dt;
+    interval.add(batch.num_tokens, dt);
     interval_loss += loss_value;
     interval_ce += loss.ce;
     interval_tv += loss.tv;
@@ -264,12 +264,10 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
       auto w = f.targets.valid.select(2, 0);
       interval_accept += (loss.acceptance.select(2, 0) * w).sum().item<double>() / std::max(1.0, w.sum().item<double>());
     }
-    interval_tokens += batch.num_tokens;
-    ++interval_steps;
     if (step % o.log_every == 0 || step == o.steps) {
-      const double k = static_cast<double>(interval_steps);
-      const double tps = static_cast<double>(interval_tokens) / interval_seconds;
-      const double eta = static_cast<double>(o.steps - step) * interval_seconds / k;
+      const double k = static_cast<double>(interval.steps);
+      const double tps = interval.tokens_per_second();
+      const double eta = interval.eta_seconds(o.steps - step);
       log.print("step {}/{} loss {:.4f} (ce {:.4f} tv {:.4f} conf {:.4f}) alpha1 {:.3f} lr {:.2e} gnorm {:.3f} "
                 "tok/s {:.0f} elapsed {} eta {}",
                 step, o.steps, interval_loss / k, interval_ce / k, interval_tv / k, interval_conf / k,
@@ -279,8 +277,8 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
                    {"tv", interval_tv / k}, {"confidence", interval_conf / k}, {"alpha1", interval_accept / k},
                    {"lr", lr}, {"grad_norm", grad_norm}, {"tokens_per_second", tps}, {"tokens_seen", tokens_seen},
                    {"elapsed_seconds", elapsed_before + train_seconds}});
-      interval_seconds = interval_loss = interval_ce = interval_tv = interval_conf = interval_accept = 0;
-      interval_steps = interval_tokens = 0;
+      interval.reset();
+      interval_loss = interval_ce = interval_tv = interval_conf = interval_accept = 0;
     }
     if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) evaluate();
     if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) {

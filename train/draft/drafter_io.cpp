@@ -21,18 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-void write_json_atomic(const fs::path& path, const json& j) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-    out.close();
-    DSPARK_CHECK(out.good(), "cannot write {}", tmp.string());
-  }
-  fs::rename(tmp, path);
-}
-
 // A run directory, its checkpoint, or an exported directory -> the directory holding
 // config.json and model.safetensors.
 fs::path drafter_weights_dir(const fs::path& dir) {

@@ -204,8 +204,7 @@ PretrainResult run_pretrain(const PretrainOptions& o) {
   };
 
   std::vector<int32_t> host(static_cast<size_t>(o.batch * window));  // [batch, seq_len + 1]
-  double interval_seconds = 0;
-  int64_t interval_steps = 0;
+  ProgressInterval interval;
   double interval_loss = 0;
   int64_t last_saved = step;
   int64_t steps_here = 0;
@@ -242,22 +241,20 @@ PretrainResult run_pretrain(const PretrainOptions& o) {
     result.last_step = step;
     const double dt = now_seconds() - t0;
     train_seconds += dt;
-    interval_seconds += dt;
+    interval.add(tokens_per_step, dt);
     interval_loss += loss;
-    ++interval_steps;
 
     if (step % o.log_every == 0 || step == o.steps) {
-      const double tps = static_cast<double>(interval_steps * tokens_per_step) / interval_seconds;
-      const double eta = static_cast<double>(o.steps - step) * interval_seconds / static_cast<double>(interval_steps);
-      const double mean_loss = interval_loss / static_cast<double>(interval_steps);
+      const double tps = interval.tokens_per_second();
+      const double eta = interval.eta_seconds(o.steps - step);
+      const double mean_loss = interval_loss / static_cast<double>(interval.steps);
       log.print("step {}/{} loss {:.4f} lr {:.2e} gnorm {:.3f} tok/s {:.0f} elapsed {} eta {}", step, o.steps,
                 mean_loss, lr, grad_norm, tps, format_duration(elapsed_before + train_seconds),
                 format_duration(eta));
       log.metrics({{"type", "train"}, {"step", step}, {"loss", mean_loss}, {"lr", lr}, {"grad_norm", grad_norm},
                    {"tokens_per_second", tps}, {"tokens_seen", tokens_seen},
                    {"elapsed_seconds", elapsed_before + train_seconds}});
-      interval_seconds = 0;
-      interval_steps = 0;
+      interval.reset();
       interval_loss = 0;
     }
     if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) evaluate();

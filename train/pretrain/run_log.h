@@ -3,6 +3,7 @@
 // per line. Both files are flushed per line so that a killed run loses nothing printed.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -31,5 +32,25 @@ class RunLog {
 
 // "1:02:03" / "12:03" for a duration in seconds.
 std::string format_duration(double seconds);
+
+// Steps, tokens and seconds since the last progress line: the tokens/s and ETA both
+// training loops print.
+struct ProgressInterval {
+  int64_t steps = 0;
+  int64_t tokens = 0;
+  double seconds = 0;
+
+  void add(int64_t step_tokens, double step_seconds) {
+    ++steps;
+    tokens += step_tokens;
+    seconds += step_seconds;
+  }
+  double tokens_per_second() const { return seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0; }
+  // Seconds left for `remaining_steps` at this interval's mean step time.
+  double eta_seconds(int64_t remaining_steps) const {
+    return steps > 0 ? static_cast<double>(remaining_steps) * seconds / static_cast<double>(steps) : 0.0;
+  }
+  void reset() { *this = ProgressInterval{}; }
+};
 
 }  // namespace dspark::train
