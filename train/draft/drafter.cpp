@@ -11,33 +11,11 @@
 #include <fmt/ranges.h>
 
 #include "core/check.h"
+#include "train/model/tensor_ops.h"
 
 namespace dspark::train {
 
 namespace {
-
-// Holds one parameter named "weight" (an embedding-like table).
-struct TableHolder : torch::nn::Module {
-  TableHolder(int64_t rows, int64_t cols) { weight = register_parameter("weight", torch::zeros({rows, cols})); }
-  torch::Tensor weight;  // [rows, cols]
-};
-
-torch::Tensor rotate_half(const torch::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-}
-
-// [B, n_kv, S, D] -> [B, n_kv * n_rep, S, D]
-torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep) {
-  if (n_rep == 1) return x;
-  const auto b = x.size(0), n_kv = x.size(1), s = x.size(2), d = x.size(3);
-  return x.unsqueeze(2).expand({b, n_kv, n_rep, s, d}).reshape({b, n_kv * n_rep, s, d});
-}
-
-torch::Tensor to_autocast_dtype(const torch::Tensor& x) {
-  if (!at::autocast::is_cpu_enabled() || x.scalar_type() != at::kFloat) return x;
-  return x.to(at::autocast::get_autocast_cpu_dtype());
-}
 
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -121,7 +99,7 @@ DrafterImpl::DrafterImpl(const DrafterConfig& config, torch::Tensor embed_tokens
   const int64_t r = config_.markov_rank;
   if (r > 0) {
     auto head = register_module("markov_head", std::make_shared<torch::nn::Module>());
-    markov_w1_ = head->register_module("markov_w1", std::make_shared<TableHolder>(v, r))->weight;
+    markov_w1_ = head->register_module("markov_w1", std::make_shared<WeightHolder>(v, r))->weight;
     markov_w2_ = head->register_module("markov_w2", std::make_shared<LinearImpl>(r, v, false));
   }
   if (config_.enable_confidence_head) {

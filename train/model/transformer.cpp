@@ -11,39 +11,9 @@
 #include <ATen/autocast_mode.h>
 
 #include "core/check.h"
+#include "train/model/tensor_ops.h"
 
 namespace dspark::train {
-
-namespace {
-
-// Holds one parameter named "weight" (an embedding table).
-struct WeightHolder : torch::nn::Module {
-  WeightHolder(int64_t rows, int64_t cols) { weight = register_parameter("weight", torch::zeros({rows, cols})); }
-  torch::Tensor weight;  // [rows, cols]
-};
-
-// rotate_half(x) = cat(-x2, x1) on the last dimension.
-torch::Tensor rotate_half(const torch::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  auto x1 = x.narrow(-1, 0, half);
-  auto x2 = x.narrow(-1, half, half);
-  return at::cat({-x2, x1}, -1);
-}
-
-// [B, n_kv, T, D] -> [B, n_kv * n_rep, T, D], each kv head repeated n_rep times in a row.
-torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep) {
-  if (n_rep == 1) return x;
-  const auto b = x.size(0), n_kv = x.size(1), t = x.size(2), d = x.size(3);
-  return x.unsqueeze(2).expand({b, n_kv, n_rep, t, d}).reshape({b, n_kv * n_rep, t, d});
-}
-
-// The dtype an autocast linear would cast its input to (no-op outside autocast).
-torch::Tensor to_autocast_dtype(const torch::Tensor& x) {
-  if (!at::autocast::is_cpu_enabled() || x.scalar_type() != at::kFloat) return x;
-  return x.to(at::autocast::get_autocast_cpu_dtype());
-}
-
-}  // namespace
 
 LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias) {
   weight = register_parameter("weight", torch::zeros({out_features, in_features}));
