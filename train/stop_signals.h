@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdint>
+
+#include "train/pretrain/run_log.h"
 
 namespace dspark::train {
 
@@ -24,6 +27,16 @@ class StopSignals {
 
   // The signal received, or 0.
   int requested() const { return flag().load(); }
+
+  // The training loops' stop test at a step boundary: a signal arrived (logged), or this
+  // invocation has run its --stop-after steps (0: no limit).
+  bool should_stop(int64_t step, int64_t steps_here, int64_t stop_after, RunLog& log) const {
+    if (requested()) {
+      log.print("signal {} received: stopping at step {}", requested(), step);
+      return true;
+    }
+    return stop_after > 0 && steps_here >= stop_after;
+  }
 
  private:
   static std::atomic<int>& flag() {

@@ -222,12 +222,7 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
   double interval_loss = 0, interval_ce = 0, interval_tv = 0, interval_conf = 0, interval_accept = 0;
   int64_t steps_here = 0, tokens_here = 0, last_saved = step;
   while (step < o.steps) {
-    if (signals.requested()) {
-      log.print("signal {} received: stopping at step {}", signals.requested(), step);
-      result.interrupted = true;
-      break;
-    }
-    if (o.stop_after > 0 && steps_here >= o.stop_after) {
+    if (signals.should_stop(step, steps_here, o.stop_after, log)) {
       result.interrupted = true;
       break;
     }

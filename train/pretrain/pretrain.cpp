@@ -209,12 +209,7 @@ PretrainResult run_pretrain(const PretrainOptions& o) {
   int64_t last_saved = step;
   int64_t steps_here = 0;
   while (step < o.steps) {
-    if (signals.requested()) {
-      log.print("signal {} received: stopping at step {}", signals.requested(), step);
-      result.interrupted = true;
-      break;
-    }
-    if (o.stop_after > 0 && steps_here >= o.stop_after) {
+    if (signals.should_stop(step, steps_here, o.stop_after, log)) {
       result.interrupted = true;
       break;
     }
