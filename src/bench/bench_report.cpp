@@ -118,6 +118,9 @@ std::optional<SpecCounters> parse_spec_counters(std::string_view text) {
                          "vllm:spec_decode_num_draft_tokens"});
     add(c.accepted_tokens, {"dspark:spec_decode_num_accepted_tokens", "vllm:spec_decode_num_accepted_tokens_total",
                             "vllm:spec_decode_num_accepted_tokens"});
+    if (auto v = sample_value(line, "dspark:model_forward_seconds")) c.forward_seconds += *v;
+    if (auto v = sample_value(line, "dspark:spec_decode_draft_seconds")) c.drafter_seconds += *v;
+    if (auto v = sample_value(line, "dspark:spec_decode_context_seconds")) c.drafter_seconds += *v;
     if (auto rounds = sample_value(line, "dspark:spec_decode_verified_length")) {
       if (auto length = label_value(line, "length")) {
         c.verified_rounds += *rounds;
@@ -145,18 +148,29 @@ std::optional<double> mean_verified_length(const std::optional<SpecCounters>& be
   return (after->verified_drafts - before->verified_drafts) / rounds;
 }
 
+std::optional<double> drafter_time_share(const std::optional<SpecCounters>& before,
+                                         const std::optional<SpecCounters>& after) {
+  if (!before || !after) return std::nullopt;
+  const double drafter = after->drafter_seconds - before->drafter_seconds;
+  const double total = after->forward_seconds - before->forward_seconds + drafter;
+  if (total <= 0) return std::nullopt;
+  return drafter / total;
+}
+
 std::string format_table(const std::vector<LevelResult>& levels) {
-  std::string out = fmt::format("{:<16} {:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>7} {:>6} {:>6}\n", "level",
-                                "reqs", "fail", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "out tok/s",
-                                "req/s", "tau", "mean L");
+  std::string out = fmt::format("{:<16} {:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>7} {:>6} {:>6} {:>7}\n",
+                                "level", "reqs", "fail", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50",
+                                "out tok/s", "req/s", "tau", "mean L", "draft%");
   for (const LevelResult& l : levels) {
     const std::string label = l.mode == "rate" ? fmt::format("rate {:g}/s", l.level)
                                                : fmt::format("concurrency {:g}", l.level);
     const std::string tau = l.tau ? fmt::format("{:.2f}", *l.tau) : "-";
     const std::string verified = l.mean_verified_length ? fmt::format("{:.2f}", *l.mean_verified_length) : "-";
-    out += fmt::format("{:<16} {:>5} {:>5} {:>7.1f}ms {:>7.1f}ms {:>7.2f}ms {:>7.2f}ms {:>6.2f}ms {:>10.1f} {:>7.2f} {:>6} {:>6}\n",
-                       label, l.num_requests, l.num_failed, l.ttft_median_ms, l.ttft_p99_ms, l.tpot_median_ms,
-                       l.tpot_p99_ms, l.itl_median_ms, l.output_tokens_per_s, l.requests_per_s, tau, verified);
+    const std::string share = l.drafter_time_share ? fmt::format("{:.1f}", 100.0 * *l.drafter_time_share) : "-";
+    out += fmt::format(
+        "{:<16} {:>5} {:>5} {:>7.1f}ms {:>7.1f}ms {:>7.2f}ms {:>7.2f}ms {:>6.2f}ms {:>10.1f} {:>7.2f} {:>6} {:>6} {:>7}\n",
+        label, l.num_requests, l.num_failed, l.ttft_median_ms, l.ttft_p99_ms, l.tpot_median_ms, l.tpot_p99_ms,
+        l.itl_median_ms, l.output_tokens_per_s, l.requests_per_s, tau, verified, share);
   }
   return out;
 }
@@ -178,6 +192,8 @@ nlohmann::json to_json(const LevelResult& l) {
           {"tau", l.tau ? nlohmann::json(*l.tau) : nlohmann::json(nullptr)},
           {"mean_verified_length",
            l.mean_verified_length ? nlohmann::json(*l.mean_verified_length) : nlohmann::json(nullptr)},
+          {"drafter_time_share",
+           l.drafter_time_share ? nlohmann::json(*l.drafter_time_share) : nlohmann::json(nullptr)},
           {"first_error", l.first_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(l.first_error)}};
 }
 

@@ -41,6 +41,7 @@ struct LevelResult {
   double requests_per_s = 0;    // successful requests per second
   std::optional<double> tau;    // when the server exposes speculative-decoding counters
   std::optional<double> mean_verified_length;  // drafts verified per request-round (dspark servers)
+  std::optional<double> drafter_time_share;    // of the engine's time: drafting + drafter context (dspark)
   std::string first_error;      // one failure message, for the report
 };
 
@@ -57,6 +58,8 @@ struct SpecCounters {
   double accepted_tokens = 0;
   double verified_rounds = 0;   // request-rounds counted by dspark:spec_decode_verified_length
   double verified_drafts = 0;   // sum over those rounds of the drafts verified (L)
+  double forward_seconds = 0;   // dspark:model_forward_seconds
+  double drafter_seconds = 0;   // dspark:spec_decode_draft_seconds + ..._context_seconds
 };
 
 // Reads dspark's counters (dspark:spec_decode_num_drafts, ..._num_draft_tokens,
@@ -71,6 +74,11 @@ std::optional<double> mean_acceptance_length(const std::optional<SpecCounters>& 
 // schedule's L); nullopt without dspark's verified-length counters or without new rounds.
 std::optional<double> mean_verified_length(const std::optional<SpecCounters>& before,
                                            const std::optional<SpecCounters>& after);
+
+// Share of the engine's time (target forwards + drafter) spent in the drafter between two
+// scrapes; nullopt without dspark's timing counters or without engine time in between.
+std::optional<double> drafter_time_share(const std::optional<SpecCounters>& before,
+                                         const std::optional<SpecCounters>& after);
 
 std::string format_table(const std::vector<LevelResult>& levels);
 nlohmann::json to_json(const LevelResult& level);

@@ -230,6 +230,7 @@ LevelResult LoadGenerator::run_closed_loop(int64_t concurrency, int64_t num_requ
   const auto after = scrape_spec_counters();
   result.tau = mean_acceptance_length(before, after);
   result.mean_verified_length = mean_verified_length(before, after);
+  result.drafter_time_share = drafter_time_share(before, after);
   return result;
 }
 
@@ -262,6 +263,7 @@ LevelResult LoadGenerator::run_open_loop(double rate, int64_t num_requests, cons
   const auto after = scrape_spec_counters();
   result.tau = mean_acceptance_length(before, after);
   result.mean_verified_length = mean_verified_length(before, after);
+  result.drafter_time_share = drafter_time_share(before, after);
   return result;
 }
 

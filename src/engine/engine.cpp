@@ -78,6 +78,7 @@ Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptio
   survival_views_.reserve(options_.max_running);
   chosen_lengths_.reserve(options_.max_running);
   deciding_.reserve(options_.max_running);
+  drafter_cost_ = DrafterCost(options_.max_running);
   if (proposer_ && proposer_->capabilities().needs_target_hidden_states) {
     DSPARK_CHECK(model.options().capture_layers == proposer_->target_layers(),
                  "the proposer needs the target's hidden states of layers [{}], but the target captures [{}]",
@@ -167,7 +168,8 @@ void Engine::propose_drafts() {
     for (const auto& r : running_) decoding += r->is_decoding() ? 1 : 0;
     budget = PrefixScheduler::max_useful_drafts(decoding, budget, *options_.step_cost);
     expected_survival(expected_survival_);
-    budget = PrefixScheduler::expected_useful_drafts(decoding, budget, expected_survival_, *options_.step_cost);
+    budget = PrefixScheduler::expected_useful_drafts(decoding, budget, expected_survival_, *options_.step_cost,
+                                                     drafter_cost_.seconds(decoding));
   }
   for (auto& r : running_) {
     if (!r->is_decoding()) continue;
@@ -186,7 +188,13 @@ void Engine::propose_drafts() {
   }
   if (draft_requests_.empty()) return;
   std::span<Draft> results(draft_results_.data(), draft_requests_.size());
+  int64_t drafting = 0;
+  for (const DraftRequest& dr : draft_requests_) drafting += dr.max_drafts > 0 ? 1 : 0;
+  const double start = now_seconds();
   proposer_->propose(draft_requests_, results);
+  const double seconds = now_seconds() - start;
+  schedule_metrics_.draft_seconds += seconds;
+  if (drafting > 0) drafter_cost_.record(drafting, seconds);
   for (size_t i = 0; i < draft_owners_.size(); ++i) {
     Request& r = *draft_owners_[i];
     const Draft& d = results[i];
@@ -327,7 +335,9 @@ void Engine::run_forward_and_commit() {
       for (int32_t j = 0; j <= s.num_drafts; ++j) batch_logit_rows_.push_back(s.first_row + s.num_real - 1 + j);
     }
   }
+  const double forward_start = now_seconds();
   const ForwardResult result = model_.forward(ForwardBatch{batch_tokens_, batch_slices_, batch_logit_rows_}, kv_);
+  schedule_metrics_.forward_seconds += now_seconds() - forward_start;
 
   const int64_t vocab = model_.config().vocab_size;
   const bool observe = proposer_ && proposer_->capabilities().needs_target_hidden_states;
@@ -365,7 +375,11 @@ void Engine::run_forward_and_commit() {
       committed_.push_back(c);
     }
   }
-  if (!committed_.empty()) proposer_->observe(committed_);
+  if (!committed_.empty()) {
+    const double observe_start = now_seconds();
+    proposer_->observe(committed_);
+    schedule_metrics_.context_seconds += now_seconds() - observe_start;
+  }
   // Retire finished requests.
   for (auto it = running_.begin(); it != running_.end();) {
     if ((*it)->state == RequestState::kFinished) it = running_.erase(it);

@@ -65,6 +65,10 @@ struct ScheduleMetrics {
   int64_t verified_drafts = 0;                  // drafts sent to the target
   double predicted_accepted = 0;                // the scheduler's expected accepted drafts
   int64_t realized_accepted = 0;                // accepted drafts among those verified
+  // Where step time goes (wall seconds, summed over steps).
+  double forward_seconds = 0;                   // target forwards
+  double draft_seconds = 0;                     // proposer propose() calls
+  double context_seconds = 0;                   // proposer observe() calls (drafter context)
 
   double mean_verified_length() const {
     return request_rounds ? static_cast<double>(verified_drafts) / static_cast<double>(request_rounds) : 0.0;
@@ -168,6 +172,7 @@ class Engine {
   std::vector<double> expected_survival_;          // [K] drafter budget estimate
   std::vector<std::span<const double>> survival_views_;
   std::vector<int32_t> chosen_lengths_;           // [max_running]
+  DrafterCost drafter_cost_;                      // measured propose() time (adaptive budget)
 };
 
 // Runs one request to completion on an otherwise idle engine (the CLI's generate and

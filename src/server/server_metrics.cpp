@@ -42,6 +42,11 @@ std::string ServerMetrics::render(const EngineLoopStats& s) const {
             s.schedule.predicted_accepted);
   w.counter("dspark:spec_decode_realized_accepted_tokens", "Accepted drafts among those verified.",
             static_cast<double>(s.schedule.realized_accepted));
+  w.counter("dspark:model_forward_seconds", "Wall time in target forwards.", s.schedule.forward_seconds);
+  w.counter("dspark:spec_decode_draft_seconds", "Wall time in the proposer's drafting.", s.schedule.draft_seconds);
+  w.counter("dspark:spec_decode_context_seconds",
+            "Wall time in the proposer's context updates (a drafter's projection of target hidden states).",
+            s.schedule.context_seconds);
   if (!s.step_cost.empty()) {
     w.family("dspark:step_cost_steps_per_second", "Profiled target steps per second for a batch of B tokens.", "gauge");
     for (size_t b = 0; b < s.step_cost.size(); ++b) {

@@ -23,6 +23,32 @@ double StepCostTable::sps(int64_t num_tokens) const {
   return 1.0 / (seconds_per_token * static_cast<double>(num_tokens));
 }
 
+DrafterCost::DrafterCost(int64_t max_requests) : seconds_(max_requests + 1, 0.0), samples_(max_requests + 1, 0) {}
+
+void DrafterCost::record(int64_t num_requests, double seconds) {
+  DSPARK_CHECK(num_requests >= 1 && num_requests < static_cast<int64_t>(seconds_.size()),
+               "drafter cost recorded for {} requests, outside 1..{}", num_requests, seconds_.size() - 1);
+  // Plain mean over the first samples, then a moving average that follows load changes
+  // (the machine's other work, longer contexts).
+  constexpr double kMinWeight = 0.05;
+  const int64_t n = ++samples_[num_requests];
+  const double weight = std::max(1.0 / static_cast<double>(n), kMinWeight);
+  seconds_[num_requests] += weight * (seconds - seconds_[num_requests]);
+}
+
+double DrafterCost::seconds(int64_t num_requests) const {
+  if (num_requests <= 0) return 0;
+  const int64_t size = static_cast<int64_t>(seconds_.size());
+  for (int64_t d = 0; d < size; ++d) {  // nearest measured R, the smaller one on ties
+    for (const int64_t r : {num_requests - d, num_requests + d}) {
+      if (r >= 1 && r < size && samples_[r] > 0) {
+        return seconds_[r] * static_cast<double>(num_requests) / static_cast<double>(r);
+      }
+    }
+  }
+  return 0;
+}
+
 PrefixScheduler::PrefixScheduler(PrefixSchedulerOptions options) : options_(options) {}
 
 double PrefixScheduler::choose(std::span<const std::span<const double>> survival, const StepCostTable& cost,
@@ -96,28 +122,41 @@ int32_t PrefixScheduler::max_useful_drafts(int64_t num_requests, int32_t max_dra
 
 int32_t PrefixScheduler::expected_useful_drafts(int64_t num_requests, int32_t max_drafts,
                                                 std::span<const double> expected_survival,
-                                                const StepCostTable& cost) {
+                                                const StepCostTable& cost, double draft_seconds) {
   if (num_requests <= 0) return 0;
   DSPARK_CHECK(static_cast<int64_t>(expected_survival.size()) >= max_drafts,
                "expected survival has {} positions for {} drafts", expected_survival.size(), max_drafts);
+  DSPARK_CHECK(draft_seconds >= 0, "the drafter's time must be >= 0, got {}", draft_seconds);
   // choose() on num_requests identical requests: candidates in survival order are every
   // request's position 1, then every position 2, ...; admitted one at a time until Φ drops.
   int64_t batch = num_requests;
   double tau = static_cast<double>(num_requests);
-  double best_phi = tau * cost.sps(batch);
+  const double plain_phi = tau * cost.sps(batch);
+  double best_phi = plain_phi;
+  int64_t best_batch = batch;
+  double best_tau = tau;
   int32_t useful = 0;
-  for (int32_t n = 1; n <= max_drafts; ++n) {
+  bool dropped = false;
+  for (int32_t n = 1; n <= max_drafts && !dropped; ++n) {
     const double s = expected_survival[static_cast<size_t>(n - 1)];
     for (int64_t r = 0; r < num_requests; ++r) {
       ++batch;
       tau += s;
       const double phi = tau * cost.sps(batch);
-      if (phi < best_phi) return useful;
+      if (phi < best_phi) {
+        dropped = true;
+        break;
+      }
       best_phi = phi;
+      best_tau = tau;
+      best_batch = batch;
       useful = n;
     }
   }
-  return useful;
+  if (useful == 0) return 0;
+  // Tokens per second of that plan once the drafter's own time is part of the step.
+  const double with_drafter = best_tau / (1.0 / cost.sps(best_batch) + draft_seconds);
+  return with_drafter >= plain_phi ? useful : 0;
 }
 
 }  // namespace dspark

@@ -42,6 +42,22 @@ class StepCostTable {
   std::vector<double> sps_;  // [max_tokens]
 };
 
+// The drafter's wall time per step as a function of the number of drafting requests R,
+// measured online (an exponential moving average per R). The drafter runs before the
+// scheduler and its time is not in SPS(B), so the drafter budget weighs it separately.
+// An R never measured is estimated from the nearest measured one, scaled linearly in R;
+// before any measurement the cost is taken as zero (so the drafter runs and gets measured).
+class DrafterCost {
+ public:
+  explicit DrafterCost(int64_t max_requests = 0);
+  void record(int64_t num_requests, double seconds);
+  double seconds(int64_t num_requests) const;
+
+ private:
+  std::vector<double> seconds_;   // [max_requests + 1] moving average at R
+  std::vector<int64_t> samples_;  // [max_requests + 1]
+};
+
 struct PrefixSchedulerOptions {
   // Keep searching past a drop in Φ (the biased variant). Only for tests that demonstrate
   // why the early stop matters; never set in the engine.
@@ -66,11 +82,14 @@ class PrefixScheduler {
   // The most drafts per request worth proposing at load R when every request is expected
   // to survive position i with probability expected_survival[i] (cumulative, measured
   // online): the longest prefix that choose() would admit for R identical requests with
-  // that survival (greedy by survival, stopping at the first drop of Φ). Unlike
-  // max_useful_drafts this is an estimate, not a bound: it keeps the drafter from running
-  // when the machine is too busy for its drafts to be verified.
+  // that survival (greedy by survival, stopping at the first drop of Φ) — or 0 when that
+  // plan, with the drafter's time draft_seconds added to its step, yields fewer tokens per
+  // second than plain decoding (R·SPS(R)). Unlike max_useful_drafts this is an estimate,
+  // not a bound: it keeps the drafter from running when the machine is too busy for its
+  // drafts to pay for themselves.
   static int32_t expected_useful_drafts(int64_t num_requests, int32_t max_drafts,
-                                        std::span<const double> expected_survival, const StepCostTable& cost);
+                                        std::span<const double> expected_survival, const StepCostTable& cost,
+                                        double draft_seconds = 0);
 
  private:
   struct Candidate {

@@ -72,7 +72,10 @@ TEST(BenchReport, SpecCountersFromPrometheusText) {
       "dspark:spec_decode_num_accepted_tokens 15\n"
       "dspark:spec_decode_verified_length{length=\"0\"} 2\n"
       "dspark:spec_decode_verified_length{length=\"4\"} 10\n"
-      "dspark:spec_decode_mean_verified_length 3.3\n";
+      "dspark:spec_decode_mean_verified_length 3.3\n"
+      "dspark:model_forward_seconds 10\n"
+      "dspark:spec_decode_draft_seconds 2\n"
+      "dspark:spec_decode_context_seconds 1\n";
   const std::string after_page =
       "dspark:spec_decode_num_drafts 30\n"
       "dspark:spec_decode_num_draft_tokens 100\n"
@@ -80,7 +83,10 @@ TEST(BenchReport, SpecCountersFromPrometheusText) {
       "dspark:spec_decode_verified_length{length=\"0\"} 6\n"
       "dspark:spec_decode_verified_length{length=\"2\"} 4\n"
       "dspark:spec_decode_verified_length{length=\"4\"} 22\n"
-      "dspark:spec_decode_verified_length{length=\"12x\"} 99\n";  // malformed label: ignored
+      "dspark:spec_decode_verified_length{length=\"12x\"} 99\n"  // malformed label: ignored
+      "dspark:model_forward_seconds 16\n"
+      "dspark:spec_decode_draft_seconds 3.5\n"
+      "dspark:spec_decode_context_seconds 1.5\n";
   const auto before = parse_spec_counters(before_page);
   const auto after = parse_spec_counters(after_page);
   ASSERT_TRUE(before && after);
@@ -90,6 +96,9 @@ TEST(BenchReport, SpecCountersFromPrometheusText) {
   // New rounds: 4 with L=0, 4 with L=2, 12 with L=4 -> (8 + 48) / 20.
   EXPECT_DOUBLE_EQ(*mean_verified_length(before, after), 56.0 / 20.0);
   EXPECT_FALSE(mean_verified_length(before, before).has_value());
+  // Drafter: 1.5 + 0.5 of 6 + 2 seconds.
+  EXPECT_DOUBLE_EQ(*drafter_time_share(before, after), 2.0 / 8.0);
+  EXPECT_FALSE(drafter_time_share(before, before).has_value());
   EXPECT_FALSE(parse_spec_counters("vllm:other_metric 3\n").has_value());
   const auto vllm = parse_spec_counters("vllm:spec_decode_num_drafts_total{model_name=\"m\"} 7\n");
   ASSERT_TRUE(vllm.has_value());

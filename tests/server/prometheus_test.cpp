@@ -70,6 +70,9 @@ EngineLoopStats sample_stats() {
   s.finished[static_cast<size_t>(FinishReason::kLength)] = 4;
   s.finished[static_cast<size_t>(FinishReason::kCancelled)] = 1;
   s.num_rejected = 6;
+  s.schedule.forward_seconds = 2.5;
+  s.schedule.draft_seconds = 0.75;
+  s.schedule.context_seconds = 0.25;
   return s;
 }
 
@@ -122,6 +125,9 @@ TEST(ServerMetrics, PageIsWellFormedAndComplete) {
     EXPECT_TRUE(families.contains(name)) << name;
   }
   EXPECT_EQ(values["dspark:spec_decode_num_drafts"], 3);
+  EXPECT_EQ(values["dspark:model_forward_seconds"], 2.5);
+  EXPECT_EQ(values["dspark:spec_decode_draft_seconds"], 0.75);
+  EXPECT_EQ(values["dspark:spec_decode_context_seconds"], 0.25);
   EXPECT_EQ(values["dspark:spec_decode_num_draft_tokens"], 8);
   EXPECT_EQ(values["dspark:spec_decode_num_accepted_tokens"], 4);
   EXPECT_EQ(values["dspark:spec_decode_num_accepted_tokens_per_pos{position=\"0\"}"], 2);

@@ -115,6 +115,42 @@ TEST(PrefixScheduler, ExpectedUsefulDraftsWeighsMeasuredSurvivalAgainstLoad) {
   EXPECT_THROW(PrefixScheduler::expected_useful_drafts(1, 9, likely, mild), Error);
 }
 
+TEST(PrefixScheduler, ExpectedUsefulDraftsPaysForTheDrafter) {
+  const std::vector<double> likely = {0.9, 0.72, 0.5, 0.3, 0.1, 0.05, 0.02, 0.01};
+  const StepCostTable mild = affine_cost(0.1, 256);
+  // R = 1: four drafts, τ = 3.42 in a step of 1 / SPS(5) = 1.4 against plain Φ = 1: the
+  // drafter may take up to 2.02 before drafting stops paying.
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, 1.0), 4);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, 2.0), 4);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, 2.1), 0);
+  // R = 16: one draft each, τ = 30.4 in 1 / SPS(32) = 4.1 against plain 16 · SPS(16) = 6.4:
+  // break-even at a drafter time of 0.65.
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild, 0.6), 1);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild, 0.7), 0);
+  EXPECT_THROW(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, -1.0), Error);
+}
+
+TEST(DrafterCost, AveragesPerRequestCountAndScalesToTheNearestMeasured) {
+  DrafterCost cost(8);
+  EXPECT_EQ(cost.seconds(3), 0.0);  // nothing measured: free, so the drafter runs and is measured
+  cost.record(2, 0.010);
+  cost.record(2, 0.020);
+  EXPECT_DOUBLE_EQ(cost.seconds(2), 0.015);
+  EXPECT_DOUBLE_EQ(cost.seconds(1), 0.0075);  // linear in R from R = 2
+  EXPECT_DOUBLE_EQ(cost.seconds(8), 0.060);
+  cost.record(6, 0.030);
+  EXPECT_DOUBLE_EQ(cost.seconds(5), 0.025);  // nearest measured: 6
+  EXPECT_DOUBLE_EQ(cost.seconds(4), 0.030);  // 2 and 6 equally near: the smaller
+  EXPECT_EQ(cost.seconds(0), 0.0);
+  // After many samples the average moves by a fixed fraction (0.05) toward a new value.
+  DrafterCost slow(1);
+  for (int i = 0; i < 40; ++i) slow.record(1, 1.0);
+  slow.record(1, 2.0);
+  EXPECT_DOUBLE_EQ(slow.seconds(1), 1.05);
+  EXPECT_THROW(slow.record(2, 1.0), Error);
+  EXPECT_THROW(slow.record(0, 1.0), Error);
+}
+
 // The paper's counterexample, run as a sampling experiment through the real scheduler and
 // rejection sampler. Vocabulary {A, B}; target p = (0.7, 0.3) at every position; draft
 // q = (0.5, 0.5); c1 = 0.8; c2 = 0.9 if x1 = A else 0; SPS = 1, 0.5, 0.45. The first

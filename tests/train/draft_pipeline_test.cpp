@@ -241,6 +241,32 @@ TEST_F(DraftPipelineTest, ResumedRunReproducesAnUninterruptedOne) {
   for (size_t i = 0; i < b.size(); ++i) EXPECT_EQ(a.losses[i], b[i]) << "step " << i + 1;
 }
 
+TEST_F(DraftPipelineTest, InitFromAnEarlierDrafterStartsFromItsWeights) {
+  DraftTrainOptions first = train_options("warm_source");
+  first.steps = 20;
+  const DraftTrainResult a = run_draft_training(first);
+  write_confidence_temperatures(root_ / "warm_source", {0.5f, 0.6f, 0.7f, 0.8f});  // as if calibrated
+
+  DraftTrainOptions next = train_options("warm_next");
+  next.init_from = root_ / "warm_source" / "drafter";
+  next.block_size = 6;  // ignored: the shape comes from the earlier drafter
+  next.steps = 2;
+  next.warmup = 0;
+  next.lr = 1e-6;
+  next.min_lr = 1e-6;
+  const DraftTrainResult b = run_draft_training(next);
+  ASSERT_EQ(b.losses.size(), 2u);
+  const double fresh = (a.losses[0] + a.losses[1]) / 2;
+  const double trained = (a.losses[18] + a.losses[19]) / 2;
+  // Near where the first run ended (other batches), far from a fresh start.
+  EXPECT_LT(b.losses[0], trained + 0.5 * (fresh - trained)) << "fresh " << fresh << " trained " << trained;
+
+  const DrafterConfig c = DrafterConfig::from_file(root_ / "warm_next" / "drafter");
+  EXPECT_EQ(c.num_drafts(), 4);
+  EXPECT_TRUE(c.confidence_temperatures.empty()) << "a retrained drafter must be calibrated again";
+  EXPECT_EQ(c.verifier_name_or_path, fs::absolute(root_ / "target").lexically_normal().string());
+}
+
 TEST_F(DraftPipelineTest, DFlashTrainsWithCrossEntropyOnly) {
   DraftTrainOptions o = train_options("dflash");
   o.kind = "dflash";

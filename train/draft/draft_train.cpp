@@ -117,6 +117,11 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
   if (!checkpoint.empty()) {
     drafter = load_drafter(checkpoint, *target);
     resumed = read_checkpoint_state(checkpoint);
+  } else if (!o.init_from.empty()) {
+    // Warm start (e.g. after the target was trained further): the weights and shape of an
+    // earlier drafter with a fresh optimizer. Its calibration does not carry over: the
+    // export below is made from the (uncalibrated) checkpoint.
+    drafter = load_drafter(o.init_from, *target);
   } else {
     DrafterShapeOptions shape;
     shape.kind = o.kind == "dspark" ? DrafterKind::kDSpark : DrafterKind::kDFlash;
@@ -162,7 +167,8 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
                  checkpoint.string(), seed, o.seed);
     log.print("resuming from {} at step {}", checkpoint.string(), step);
   } else {
-    log.print("starting {} (fresh {} drafter)", o.out.string(), o.kind);
+    log.print("starting {} ({})", o.out.string(),
+              o.init_from.empty() ? "fresh " + o.kind + " drafter" : "weights from " + o.init_from.string());
   }
   log.print("drafter: {} layers, block {} ({} drafts), aux ids [{}] (capture layers [{}]), mask id {}, markov rank {}, "
             "confidence {}: {:.2f}M trainable parameters",
@@ -284,7 +290,9 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
   if (step >= o.steps && steps_here > 0) evaluate();
   if (steps_here > 0 || checkpoint.empty()) save();
   if (step >= o.steps && o.export_at_end) {
-    export_drafter(*drafter, o.out / "drafter", DrafterExportOptions{});
+    DrafterExportOptions ex;
+    ex.verifier_name_or_path = fs::absolute(o.target).lexically_normal().string();
+    export_drafter(o.out, o.out / "drafter", ex);
     log.print("exported {}", (o.out / "drafter").string());
   }
   result.tokens_per_second = train_seconds > 0 ? static_cast<double>(tokens_here) / train_seconds : 0.0;

@@ -28,7 +28,8 @@ struct DraftTrainOptions {
   std::filesystem::path target;     // target: Hugging Face directory or pretraining checkpoint
   std::filesystem::path data;       // regen JSONL file or directory of them
   std::filesystem::path out;        // run directory
-  // drafter shape (ignored when resuming)
+  std::filesystem::path init_from;  // drafter export or checkpoint to start from (fresh optimizer)
+  // drafter shape (ignored when resuming or with init_from)
   std::string kind = "dspark";      // dspark | dflash
   int32_t block_size = 8;           // γ
   int64_t layers = 1;               // draft decoder layers
