@@ -168,8 +168,15 @@ void Engine::propose_drafts() {
     for (const auto& r : running_) decoding += r->is_decoding() ? 1 : 0;
     budget = PrefixScheduler::max_useful_drafts(decoding, budget, *options_.step_cost);
     expected_survival(expected_survival_);
-    budget = PrefixScheduler::expected_useful_drafts(decoding, budget, expected_survival_, *options_.step_cost,
+    const StepCostTable& cost = *options_.step_cost;
+    const int32_t useful = PrefixScheduler::expected_useful_drafts(decoding, budget, expected_survival_, cost);
+    budget = PrefixScheduler::expected_useful_drafts(decoding, budget, expected_survival_, cost,
                                                      drafter_cost_.seconds(decoding));
+    // When only the drafter's measured time says no, draft now and then anyway, so that a
+    // stale or unlucky measurement cannot switch the drafter off for good.
+    constexpr int64_t kRemeasureEvery = 64;
+    if (budget == 0 && useful > 0 && ++steps_without_drafting_ >= kRemeasureEvery) budget = useful;
+    if (budget > 0) steps_without_drafting_ = 0;
   }
   for (auto& r : running_) {
     if (!r->is_decoding()) continue;

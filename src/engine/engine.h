@@ -173,6 +173,7 @@ class Engine {
   std::vector<std::span<const double>> survival_views_;
   std::vector<int32_t> chosen_lengths_;           // [max_running]
   DrafterCost drafter_cost_;                      // measured propose() time (adaptive budget)
+  int64_t steps_without_drafting_ = 0;            // steps the drafter's cost alone kept it idle
 };
 
 // Runs one request to completion on an otherwise idle engine (the CLI's generate and

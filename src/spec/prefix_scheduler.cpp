@@ -28,6 +28,10 @@ DrafterCost::DrafterCost(int64_t max_requests) : seconds_(max_requests + 1, 0.0)
 void DrafterCost::record(int64_t num_requests, double seconds) {
   DSPARK_CHECK(num_requests >= 1 && num_requests < static_cast<int64_t>(seconds_.size()),
                "drafter cost recorded for {} requests, outside 1..{}", num_requests, seconds_.size() - 1);
+  if (!warmed_up_) {
+    warmed_up_ = true;
+    return;
+  }
   // Plain mean over the first samples, then a moving average that follows load changes
   // (the machine's other work, longer contexts).
   constexpr double kMinWeight = 0.05;

@@ -47,6 +47,8 @@ class StepCostTable {
 // scheduler and its time is not in SPS(B), so the drafter budget weighs it separately.
 // An R never measured is estimated from the nearest measured one, scaled linearly in R;
 // before any measurement the cost is taken as zero (so the drafter runs and gets measured).
+// The very first call is not recorded: it pays one-time costs (first touch of buffers,
+// kernel set-up) that would otherwise stop drafting for good.
 class DrafterCost {
  public:
   explicit DrafterCost(int64_t max_requests = 0);
@@ -56,6 +58,7 @@ class DrafterCost {
  private:
   std::vector<double> seconds_;   // [max_requests + 1] moving average at R
   std::vector<int64_t> samples_;  // [max_requests + 1]
+  bool warmed_up_ = false;
 };
 
 struct PrefixSchedulerOptions {

@@ -3,6 +3,7 @@
 // prefill, preemption under KV pressure and cancellation must not change a single token.
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/rng.h"
 #include "model/tokenizer.h"
 #include "spec/draft_model_proposer.h"
@@ -258,6 +260,67 @@ TEST(Engine, AdaptiveScheduleKeepsGreedyOutputAndFollowsTheCostTable) {
   const ScheduleMetrics busy = run(linear);
   EXPECT_EQ(busy.verified_drafts, 0);
   EXPECT_GT(busy.request_rounds, 0);
+}
+
+// Wraps a proposer: counts the calls that asked for drafts and makes each of them take at
+// least `delay` seconds (a drafter slower than the machine's target steps).
+class SlowProposer final : public Proposer {
+ public:
+  SlowProposer(std::unique_ptr<Proposer> inner, double delay) : inner_(std::move(inner)), delay_(delay) {}
+  ProposerCapabilities capabilities() const override { return inner_->capabilities(); }
+  int32_t num_speculative_tokens() const override { return inner_->num_speculative_tokens(); }
+  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override {
+    const bool asked = std::any_of(requests.begin(), requests.end(), [](const DraftRequest& r) { return r.max_drafts > 0; });
+    inner_->propose(requests, drafts);
+    if (!asked) return;
+    ++drafting_calls;
+    const double until = now_seconds() + delay_;
+    while (now_seconds() < until) {
+    }
+  }
+  void release(int32_t slot) override { inner_->release(slot); }
+  int64_t drafting_calls = 0;
+
+ private:
+  std::unique_ptr<Proposer> inner_;
+  double delay_;
+};
+
+TEST(Engine, AdaptiveScheduleStopsDraftingWhenTheDrafterCostsMoreThanItSaves) {
+  const auto ps = prompts(8);
+  const auto reference = plain_reference(ps, 40);
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  // The cost table says 10 ms per step, +10% per extra token. The target drafts for itself,
+  // so every draft is accepted and verifying four of them is worth 5 tokens a step.
+  std::vector<double> sps(64);
+  for (int b = 1; b <= 64; ++b) sps[b - 1] = 100.0 / (1.0 + 0.1 * (b - 1));
+  auto run = [&](double delay, int64_t& drafting_calls) {
+    EngineOptions o{.max_running = 4, .max_batch_tokens = 64};
+    o.spec_schedule = SpecSchedule::kAdaptive;
+    o.step_cost = std::make_shared<StepCostTable>(sps);
+    DraftModelOptions d{.num_speculative_tokens = 4, .max_running = 4, .block_size = 4};
+    auto proposer = std::make_unique<SlowProposer>(
+        std::make_unique<DraftModelProposer>(load(models().target_dir, 4), d), delay);
+    SlowProposer* slow = proposer.get();
+    Engine engine(*model, tok, o, std::move(proposer));
+    EXPECT_EQ(run_all(engine, ps, greedy(40)), reference);
+    drafting_calls = slow->drafting_calls;
+    return engine.schedule_metrics();
+  };
+  // The real drafter (a few ms at most) pays: 4 requests x 5 tokens in 29 ms + its time
+  // beat 4 x 1 token in 13 ms while it takes under 36 ms. It drafts in almost every step.
+  int64_t fast_calls = 0;
+  const ScheduleMetrics fast = run(0.0, fast_calls);
+  EXPECT_GE(fast_calls, fast.steps * 8 / 10);
+  EXPECT_GT(fast.mean_verified_length(), 1.5);
+  // One that takes 300 ms never pays (at 4 requests or at 1) and is measured once after its
+  // warm-up call, then asked again only every 64th step.
+  int64_t slow_calls = 0;
+  const ScheduleMetrics slow = run(0.3, slow_calls);
+  EXPECT_LE(slow_calls, 2 + slow.steps / 64) << "fast drafter: " << fast_calls << " calls";
+  EXPECT_GT(fast_calls, 4 * slow_calls);
+  EXPECT_LT(slow.mean_verified_length(), 0.5);
 }
 
 TEST(Engine, CancelFreesBlocksAndFinishesRequest) {
