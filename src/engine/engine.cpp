@@ -224,15 +224,21 @@ double Engine::measured_acceptance(size_t position) const {
   return (accepted + 1.0) / (drafted + 2.0);
 }
 
-void Engine::expected_survival(std::vector<double>& out) const {
+double Engine::acceptance_estimate(size_t position) const {
   // Until a position has been verified often enough, assume its drafts survive
-  // (optimistic), so that drafting at a busy start still gathers the measurements.
+  // (optimistic), so that drafting at a busy start still gathers the measurements. The
+  // drafter budget and the admission must agree on this: a budget that drafts positions
+  // the admission then never verifies would pay for the drafter and never measure it.
   constexpr int64_t kMinObservations = 32;
   const auto& drafted = spec_metrics_.drafted_per_position;
+  const bool measured = position < drafted.size() && drafted[position] >= kMinObservations;
+  return measured ? measured_acceptance(position) : 1.0;
+}
+
+void Engine::expected_survival(std::vector<double>& out) const {
   double a = 1.0;
   for (size_t i = 0; i < out.size(); ++i) {
-    const bool measured = i < drafted.size() && drafted[i] >= kMinObservations;
-    a *= measured ? measured_acceptance(i) : 1.0;
+    a *= acceptance_estimate(i);
     out[i] = a;
   }
 }
@@ -241,7 +247,7 @@ void Engine::survival_of(const Request& r, std::vector<double>& out) const {
   const size_t n = r.drafts.size();
   double a = 1.0;
   for (size_t i = 0; i < n; ++i) {
-    const double c = r.draft_confidence ? static_cast<double>(r.draft_confidence[i]) : measured_acceptance(i);
+    const double c = r.draft_confidence ? static_cast<double>(r.draft_confidence[i]) : acceptance_estimate(i);
     a *= std::clamp(c, 0.0, 1.0);
     out[i] = a;
   }

@@ -125,6 +125,9 @@ class Engine {
   // Survival estimates a_{r,1..n} for one request's drafts, into `out`.
   void survival_of(const Request& request, std::vector<double>& out) const;
   double measured_acceptance(size_t position) const;
+  // Survival factor of a position for proposers without confidences: the measured
+  // acceptance once the position has enough observations, 1 before.
+  double acceptance_estimate(size_t position) const;
   void expected_survival(std::vector<double>& out) const;
   void schedule();
   void preempt(Request& victim);

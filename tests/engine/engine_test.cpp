@@ -253,13 +253,34 @@ TEST(Engine, AdaptiveScheduleKeepsGreedyOutputAndFollowsTheCostTable) {
   // every draft is accepted and predictions approach the truth).
   const ScheduleMetrics idle = run(std::vector<double>(64, 1.0));
   EXPECT_GT(idle.mean_verified_length(), 3.0);
-  // Every extra token costs as much as a whole step: nothing is worth verifying, and the
-  // drafter is not even asked.
-  std::vector<double> linear(64);
-  for (int b = 1; b <= 64; ++b) linear[b - 1] = 1.0 / (b + 1.0);  // even pricier than linear
-  const ScheduleMetrics busy = run(linear);
+  // Step time grows with the square of the tokens in it: even certain drafts lose, nothing
+  // is worth verifying, and the drafter is not even asked.
+  std::vector<double> quadratic(64);
+  for (int b = 1; b <= 64; ++b) quadratic[b - 1] = 1.0 / (b * b);
+  const ScheduleMetrics busy = run(quadratic);
   EXPECT_EQ(busy.verified_drafts, 0);
   EXPECT_GT(busy.request_rounds, 0);
+}
+
+TEST(Engine, AdaptiveScheduleVerifiesUnmeasuredPositionsOfProposersWithoutConfidence) {
+  // A proposer without a confidence head gets survival from acceptance measured online; a
+  // position not yet measured must count as it does in the drafter budget (as certain), or
+  // the budget keeps drafting what the admission never verifies and nothing is measured.
+  // Here an admission that priced unmeasured drafts at 1/2 would verify none of them:
+  // with 4 requests, 4 · SPS(4) = 1.29 beats 4.5 · SPS(5) = 1.18.
+  const auto ps = prompts(8);
+  const auto reference = plain_reference(ps, 20);
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  std::vector<double> sps(64);
+  for (int b = 1; b <= 64; ++b) sps[b - 1] = 1.0 / (1.0 + 0.7 * (b - 1));
+  EngineOptions o{.max_running = 4, .max_batch_tokens = 64};
+  o.spec_schedule = SpecSchedule::kAdaptive;
+  o.step_cost = std::make_shared<StepCostTable>(sps);
+  DraftModelOptions d{.num_speculative_tokens = 4, .max_running = 4, .block_size = 4};
+  Engine engine(*model, tok, o, std::make_unique<DraftModelProposer>(load(models().target_dir, 4), d));
+  EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
+  EXPECT_GT(engine.schedule_metrics().mean_verified_length(), 1.0);
 }
 
 // Wraps a proposer: counts the calls that asked for drafts and makes each of them take at
