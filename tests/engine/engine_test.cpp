@@ -235,17 +235,34 @@ TEST(Engine, HiddenStateProposerNeedsMatchingCaptureLayers) {
                Error);
 }
 
+// Adaptive-schedule options with this SPS(B) table: 4 running requests, 64 tokens a step.
+EngineOptions adaptive_options(std::vector<double> sps) {
+  EngineOptions o{.max_running = 4, .max_batch_tokens = 64};
+  o.spec_schedule = SpecSchedule::kAdaptive;
+  o.step_cost = std::make_shared<StepCostTable>(std::move(sps));
+  return o;
+}
+
+// SPS(B) = sps_1 / (1 + slope · (B − 1)) for B = 1..64: each extra token adds `slope` of a step.
+std::vector<double> affine_sps(double sps_1, double slope) {
+  std::vector<double> sps(64);
+  for (int b = 1; b <= 64; ++b) sps[b - 1] = sps_1 / (1.0 + slope * (b - 1));
+  return sps;
+}
+
+// The target drafting for itself, 4 drafts a round: every greedy draft is accepted.
+std::unique_ptr<DraftModelProposer> self_drafter() {
+  DraftModelOptions d{.num_speculative_tokens = 4, .max_running = 4, .block_size = 4};
+  return std::make_unique<DraftModelProposer>(load(models().target_dir, 4), d);
+}
+
 TEST(Engine, AdaptiveScheduleKeepsGreedyOutputAndFollowsTheCostTable) {
   const auto ps = prompts(8);
   const auto reference = plain_reference(ps, 20);
   auto model = load(models().target_dir);
   const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
   auto run = [&](std::vector<double> sps) {
-    EngineOptions o{.max_running = 4, .max_batch_tokens = 64};
-    o.spec_schedule = SpecSchedule::kAdaptive;
-    o.step_cost = std::make_shared<StepCostTable>(std::move(sps));
-    DraftModelOptions d{.num_speculative_tokens = 4, .max_running = 4, .block_size = 4};
-    Engine engine(*model, tok, o, std::make_unique<DraftModelProposer>(load(models().target_dir, 4), d));
+    Engine engine(*model, tok, adaptive_options(std::move(sps)), self_drafter());
     EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
     return engine.schedule_metrics();
   };
@@ -272,13 +289,7 @@ TEST(Engine, AdaptiveScheduleVerifiesUnmeasuredPositionsOfProposersWithoutConfid
   const auto reference = plain_reference(ps, 20);
   auto model = load(models().target_dir);
   const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
-  std::vector<double> sps(64);
-  for (int b = 1; b <= 64; ++b) sps[b - 1] = 1.0 / (1.0 + 0.7 * (b - 1));
-  EngineOptions o{.max_running = 4, .max_batch_tokens = 64};
-  o.spec_schedule = SpecSchedule::kAdaptive;
-  o.step_cost = std::make_shared<StepCostTable>(sps);
-  DraftModelOptions d{.num_speculative_tokens = 4, .max_running = 4, .block_size = 4};
-  Engine engine(*model, tok, o, std::make_unique<DraftModelProposer>(load(models().target_dir, 4), d));
+  Engine engine(*model, tok, adaptive_options(affine_sps(1.0, 0.7)), self_drafter());
   EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
   EXPECT_GT(engine.schedule_metrics().mean_verified_length(), 1.0);
 }
@@ -314,17 +325,11 @@ TEST(Engine, AdaptiveScheduleStopsDraftingWhenTheDrafterCostsMoreThanItSaves) {
   const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
   // The cost table says 10 ms per step, +10% per extra token. The target drafts for itself,
   // so every draft is accepted and verifying four of them is worth 5 tokens a step.
-  std::vector<double> sps(64);
-  for (int b = 1; b <= 64; ++b) sps[b - 1] = 100.0 / (1.0 + 0.1 * (b - 1));
+  const std::vector<double> sps = affine_sps(100.0, 0.1);
   auto run = [&](double delay, int64_t& drafting_calls) {
-    EngineOptions o{.max_running = 4, .max_batch_tokens = 64};
-    o.spec_schedule = SpecSchedule::kAdaptive;
-    o.step_cost = std::make_shared<StepCostTable>(sps);
-    DraftModelOptions d{.num_speculative_tokens = 4, .max_running = 4, .block_size = 4};
-    auto proposer = std::make_unique<SlowProposer>(
-        std::make_unique<DraftModelProposer>(load(models().target_dir, 4), d), delay);
+    auto proposer = std::make_unique<SlowProposer>(self_drafter(), delay);
     SlowProposer* slow = proposer.get();
-    Engine engine(*model, tok, o, std::move(proposer));
+    Engine engine(*model, tok, adaptive_options(sps), std::move(proposer));
     EXPECT_EQ(run_all(engine, ps, greedy(40)), reference);
     drafting_calls = slow->drafting_calls;
     return engine.schedule_metrics();
