@@ -51,7 +51,7 @@ double percentile(std::vector<double> values, double q);
 LevelResult summarize(const std::string& mode, double level, const std::vector<RequestRecord>& records,
                       double duration_s);
 
-// Speculative-decoding counters scraped from a Prometheus text page.
+// Speculative-decoding counters (and dspark's engine time split) scraped from a Prometheus text page.
 struct SpecCounters {
   double drafts = 0;
   double draft_tokens = 0;

@@ -57,7 +57,7 @@ struct EngineOptions {
   void validate(const Transformer& model) const;
 };
 
-// What the speculation schedule chose and how its predictions fared.
+// What the speculation schedule chose, how its predictions fared, and where step time went.
 struct ScheduleMetrics {
   std::vector<int64_t> verified_length_counts;  // [K + 1] request-rounds that verified L drafts
   int64_t steps = 0;                            // steps with at least one decoding request
