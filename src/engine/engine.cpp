@@ -197,7 +197,10 @@ void Engine::propose_drafts() {
   std::span<Draft> results(draft_results_.data(), draft_requests_.size());
   int64_t drafting = 0;
   for (const DraftRequest& dr : draft_requests_) drafting += dr.max_drafts > 0 ? 1 : 0;
+  const double catch_up_start = now_seconds();
+  proposer_->catch_up(draft_requests_);
   const double start = now_seconds();
+  schedule_metrics_.context_seconds += start - catch_up_start;
   proposer_->propose(draft_requests_, results);
   const double seconds = now_seconds() - start;
   schedule_metrics_.draft_seconds += seconds;

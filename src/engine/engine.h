@@ -68,7 +68,7 @@ struct ScheduleMetrics {
   // Where step time goes (wall seconds, summed over steps).
   double forward_seconds = 0;                   // target forwards
   double draft_seconds = 0;                     // proposer propose() calls
-  double context_seconds = 0;                   // proposer observe() calls (drafter context)
+  double context_seconds = 0;                   // proposer observe() and catch_up() calls (drafter context)
 
   double mean_verified_length() const {
     return request_rounds ? static_cast<double>(verified_drafts) / static_cast<double>(request_rounds) : 0.0;

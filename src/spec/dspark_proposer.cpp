@@ -86,6 +86,12 @@ int64_t slot_of(const BlockTable& blocks, int64_t position, int64_t block_size) 
   return static_cast<int64_t>(blocks.data()[position / block_size]) * block_size + position % block_size;
 }
 
+int64_t max_pending_positions(const DSparkProposerOptions& o, int64_t row_floats) {
+  if (o.max_pending_positions >= 0) return std::min(o.max_pending_positions, o.max_model_len);
+  constexpr int64_t kPendingBytes = int64_t{64} << 20;
+  return std::min(kPendingBytes / (o.max_running * row_floats * static_cast<int64_t>(sizeof(float))), o.max_model_len);
+}
+
 }  // namespace
 
 void DSparkProposerOptions::validate() const {
@@ -93,6 +99,7 @@ void DSparkProposerOptions::validate() const {
   DSPARK_CHECK(max_running >= 1, "max_running must be >= 1, got {}", max_running);
   DSPARK_CHECK(max_model_len >= 1, "max_model_len must be >= 1, got {}", max_model_len);
   DSPARK_CHECK(max_context_rows >= 1, "max_context_rows must be >= 1, got {}", max_context_rows);
+  DSPARK_CHECK(max_pending_positions >= -1, "max_pending_positions must be >= -1, got {}", max_pending_positions);
   DSPARK_CHECK(kv_block_size >= 1, "kv_block_size must be >= 1, got {}", kv_block_size);
   DSPARK_CHECK(compute == DType::kBF16 || compute == DType::kF32, "compute dtype must be bf16 or f32, got {}",
                dtype_name(compute));
@@ -125,6 +132,8 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       logits_processor_(vocab_),
       workspace_(config_.layer, max_block_rows_, options_.max_context_rows),
       slots_(options_.max_running),
+      max_pending_(max_pending_positions(options_, fc_in_)),
+      pending_(max_pending_ > 0 ? new float[options_.max_running * max_pending_ * fc_in_] : nullptr),
       ctx_in_(options_.max_context_rows * fc_in_),
       ctx_(options_.max_context_rows * hidden_),
       ctx_positions_(options_.max_context_rows),
@@ -153,7 +162,9 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
     layers_.emplace_back(config_.layer, drafter, l, options_.compute, max_block_rows_, options_.max_context_rows);
   }
   const int32_t num_drafts = config_.num_drafts();
-  for (SlotState& s : slots_) {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    SlotState& s = slots_[i];
+    if (pending_) s.pending = pending_.get() + static_cast<int64_t>(i) * max_pending_ * fc_in_;
     s.drafts.reserve(num_drafts);
     s.probs.resize(static_cast<size_t>(num_drafts) * vocab_);
     s.confidence.resize(num_drafts);
@@ -197,6 +208,7 @@ void DSparkProposer::release(int32_t slot) {
   SlotState& s = slots_[slot];
   s.blocks.release_all(allocator_);
   s.num_observed = 0;
+  s.num_pending = 0;
   s.drafts.clear();
 }
 
@@ -227,23 +239,55 @@ void DSparkProposer::observe(std::span<const CommittedHiddenStates> committed) {
     DSPARK_CHECK(s.blocks.reserve(c.start_position + c.num_positions, kv_.block_size(), allocator_),
                  "drafter KV cache exhausted");
     for (int32_t i = 0; i < c.num_positions; ++i) {
-      if (rows == options_.max_context_rows) {
-        project_context(rows);
-        rows = 0;
+      float* dst;  // [k * target_hidden]: concat(h_l1 .. h_lk)
+      if (max_pending_ > 0) {
+        if (s.num_pending == max_pending_) rows = stage_pending(s, rows);  // full: project now
+        dst = s.pending + static_cast<int64_t>(s.num_pending) * fc_in_;
+        ++s.num_pending;
+      } else {
+        rows = make_room(rows);
+        dst = ctx_in_.data() + rows * fc_in_;
+        ctx_positions_[rows] = s.num_observed;
+        ctx_slots_[rows] = slot_of(s.blocks, s.num_observed, kv_.block_size());
+        ++rows;
       }
-      float* dst = ctx_in_.data() + rows * fc_in_;  // [k * target_hidden]: concat(h_l1 .. h_lk)
       for (size_t l = 0; l < num_layers; ++l) {
         std::memcpy(dst + l * target_hidden, c.hidden + l * c.layer_stride + i * c.hidden_size,
                     target_hidden * sizeof(float));
       }
-      const int32_t position = c.start_position + i;
-      ctx_positions_[rows] = position;
-      ctx_slots_[rows] = slot_of(s.blocks, position, kv_.block_size());
-      ++rows;
+      ++s.num_observed;
     }
-    s.num_observed += c.num_positions;
   }
   if (rows > 0) project_context(rows);
+}
+
+void DSparkProposer::catch_up(std::span<const DraftRequest> requests) {
+  int64_t rows = 0;
+  for (const DraftRequest& r : requests) {
+    DSPARK_CHECK(r.slot >= 0 && r.slot < static_cast<int32_t>(slots_.size()), "slot {} outside 0..{}", r.slot,
+                 slots_.size() - 1);
+    if (r.max_drafts > 0) rows = stage_pending(slots_[r.slot], rows);
+  }
+  if (rows > 0) project_context(rows);
+}
+
+int64_t DSparkProposer::stage_pending(SlotState& s, int64_t rows) {
+  const int32_t first = s.num_observed - s.num_pending;
+  for (int32_t i = 0; i < s.num_pending; ++i) {
+    rows = make_room(rows);
+    std::memcpy(ctx_in_.data() + rows * fc_in_, s.pending + static_cast<int64_t>(i) * fc_in_, fc_in_ * sizeof(float));
+    ctx_positions_[rows] = first + i;
+    ctx_slots_[rows] = slot_of(s.blocks, first + i, kv_.block_size());
+    ++rows;
+  }
+  s.num_pending = 0;
+  return rows;
+}
+
+int64_t DSparkProposer::make_room(int64_t rows) {
+  if (rows < options_.max_context_rows) return rows;
+  project_context(rows);
+  return 0;
 }
 
 void DSparkProposer::project_context(int64_t rows) {
@@ -273,6 +317,7 @@ void DSparkProposer::run_backbone(int64_t rows) {
 void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) {
   DSPARK_CHECK(requests.size() <= slots_.size(), "{} requests but only {} drafter slots", requests.size(),
                slots_.size());
+  catch_up(requests);
   const int64_t bs = kv_.block_size();
   active_.clear();
   std::fill(active_of_request_.begin(), active_of_request_.end(), -1);

@@ -7,7 +7,12 @@
 //   accepted drafts of a verification round), ctx_p = RMSNorm_h(fc(concat(h_l1..h_lk)_p)),
 //   and every draft layer's K/V of ctx_p (k_norm, RoPE at p) go to the slot's KV cache.
 //   So after a round the cache holds exactly the committed context: rejected drafts never
-//   reach it.
+//   reach it. The projection is deferred: observe() keeps the rows in the slot's pending
+//   buffer and catch_up() (or propose()) projects them, batched over every drafting
+//   request, when the request drafts again. A busy engine that drafts nothing then pays
+//   nothing for the context of requests that finish before they draft. A full pending
+//   buffer is projected at once. The result is bit-identical to projecting at once: every
+//   row goes through the same batch-invariant kernels.
 // propose(): one batched backbone pass over every drafting request. With n committed
 //   tokens, the context is positions 0..n−2 (observed), the anchor x₀ = tokens[n−1] sits at
 //   position n−1 and the γ−1 masks at n..n+γ−2 (DeepSpec: position ids = anchor position +
@@ -50,6 +55,9 @@ struct DSparkProposerOptions {
   int64_t max_running = 16;            // slots (the engine's max_running)
   int64_t max_model_len = 0;           // the target's context length (sizes KV and RoPE), > 0
   int64_t max_context_rows = 256;      // committed positions per projection pass (more are chunked)
+  // Committed positions per slot whose projection may wait for the next draft; 0 projects
+  // at once, -1 sizes it to about 64 MiB over all slots (at most max_model_len).
+  int64_t max_pending_positions = -1;
   int64_t kv_block_size = 16;          // positions per drafter KV block
   DType compute = DType::kBF16;        // matmul dtype: kBF16 or kF32
   DType kv_dtype = DType::kF32;        // drafter KV storage
@@ -75,6 +83,7 @@ class DSparkProposer final : public Proposer {
   void release(int32_t slot) override;
   std::vector<int32_t> target_layers() const override { return config_.capture_layers(); }
   void observe(std::span<const CommittedHiddenStates> committed) override;
+  void catch_up(std::span<const DraftRequest> requests) override;
 
   const DrafterConfig& config() const { return config_; }
   // Bytes of weights one propose() streams (layers, fc, LM head, Markov W₂).
@@ -92,7 +101,9 @@ class DSparkProposer final : public Proposer {
  private:
   struct SlotState {
     BlockTable blocks;
-    int32_t num_observed = 0;             // committed positions whose K/V the cache holds
+    int32_t num_observed = 0;             // committed positions seen (projected or pending)
+    int32_t num_pending = 0;              // the last of them, not yet projected
+    float* pending = nullptr;             // [max_pending, k * target hidden] their concat(h_l1 .. h_lk)
     std::vector<int32_t> drafts;          // [<= num_drafts]
     std::vector<float> probs;             // [num_drafts, vocab] q
     std::vector<float> confidence;        // [num_drafts] c_j
@@ -107,6 +118,11 @@ class DSparkProposer final : public Proposer {
   };
 
   void embed(int32_t token, float* out) const;
+  // The projection batch: rows staged in ctx_in_ (positions and KV slots beside them).
+  // stage_pending appends the slot's pending rows and empties its buffer; make_room
+  // projects a full batch. Both return the new number of staged rows.
+  int64_t stage_pending(SlotState& s, int64_t rows);
+  int64_t make_room(int64_t rows);
   void project_context(int64_t rows);
   void run_backbone(int64_t rows);
   void draft_sequentially(std::span<const DraftRequest> requests);
@@ -133,6 +149,9 @@ class DSparkProposer final : public Proposer {
   LogitsProcessor logits_processor_;
   DraftLayerWorkspace workspace_;
   std::vector<SlotState> slots_;      // [max_running]
+  int64_t max_pending_;               // pending positions per slot
+  std::unique_ptr<float[]> pending_;  // [max_running, max_pending, k * target hidden], left uninitialised
+                                      // so that untouched pages cost no memory
 
   // Context projection buffers.
   std::vector<float> ctx_in_;         // [max_context_rows, k * target hidden]

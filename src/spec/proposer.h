@@ -73,8 +73,13 @@ class Proposer {
   // Target layers (decoder-layer indices, output of layer l) whose hidden states this
   // proposer consumes; the target must be loaded with exactly these capture_layers.
   virtual std::vector<int32_t> target_layers() const { return {}; }
-  // Newly committed positions' hidden states (only for needs_target_hidden_states).
+  // Newly committed positions' hidden states (only for needs_target_hidden_states). A
+  // proposer may keep them and defer its work on them until the request drafts again.
   virtual void observe(std::span<const CommittedHiddenStates> committed) {}
+  // Finish the deferred observe() work of the requests about to draft (max_drafts > 0).
+  // propose() does it too; the engine calls this first so that the time counts as
+  // context work, not drafting.
+  virtual void catch_up(std::span<const DraftRequest> requests) {}
 };
 
 }  // namespace dspark

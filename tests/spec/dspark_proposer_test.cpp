@@ -50,11 +50,13 @@ const DrafterSetup& setup(DrafterKind kind) {
   return kind == DrafterKind::kDSpark ? dspark : dflash;
 }
 
-std::unique_ptr<DSparkProposer> make_proposer(const DrafterSetup& s, DType compute, int64_t max_context_rows = 64) {
+std::unique_ptr<DSparkProposer> make_proposer(const DrafterSetup& s, DType compute, int64_t max_context_rows = 64,
+                                              int64_t max_pending_positions = -1) {
   DSparkProposerOptions o;
   o.max_running = 4;
   o.max_model_len = 128;
   o.max_context_rows = max_context_rows;
+  o.max_pending_positions = max_pending_positions;
   o.kv_block_size = 4;
   o.compute = compute;
   o.keep_base_logits = true;
@@ -235,16 +237,20 @@ TEST(DSparkProposer, SampledQIsTheRequestTransformOfCorrectedLogits) {
 
 // Block K/V go to scratch slots past the context; after a verification round the next
 // observe() overwrites them. A proposer that lived through rounds (prompt in chunks, a
-// round with 2 of 4 drafts accepted, another with none) must compute exactly what a fresh
-// one computes from the committed context shown at once — and batching must not matter.
-TEST(DSparkProposer, RoundsChunksAndBatchesMatchAFreshProposer) {
+// round with 2 of 4 drafts accepted, another with none, a step without drafting) must
+// compute exactly what a fresh one computes from the committed context shown at once —
+// and batching must not matter, nor when the context is projected: at once (no pending
+// buffer), when a small pending buffer fills, or deferred until the request drafts.
+class DSparkProposerLived : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(DSparkProposerLived, RoundsChunksAndBatchesMatchAFreshProposer) {
   const DrafterSetup& s = setup(DrafterKind::kDSpark);
   const SamplingParams sp = greedy_params();
   const auto ctx = random_context(s, 40, 11);
   const auto tokens = random_tokens(41, 12);
   const auto other_ctx = random_context(s, 20, 13);
   const auto other_tokens = random_tokens(21, 14);
-  auto lived = make_proposer(s, DType::kF32, /*max_context_rows=*/6);  // forces chunked projection
+  auto lived = make_proposer(s, DType::kF32, /*max_context_rows=*/6, GetParam());  // forces chunked projection
   // Round 0: a 17-token prompt prefilled in chunks of 10 and 6 (the 17th is the anchor).
   observe(*lived, 2, ctx, 0, 10);
   observe(*lived, 2, ctx, 10, 6);
@@ -258,18 +264,26 @@ TEST(DSparkProposer, RoundsChunksAndBatchesMatchAFreshProposer) {
   observe(*lived, 2, ctx, 16, 3);  // anchor + 2 accepted drafts
   propose_one(*lived, 2, 20);
   observe(*lived, 2, ctx, 19, 1);  // nothing accepted: the anchor only
+  {
+    const DraftRequest idle{2, std::span<const int32_t>(tokens.data(), 20), &sp, nullptr, 0};
+    Draft none;
+    lived->catch_up({&idle, 1});  // drafts nothing: may leave the context pending
+    lived->propose({&idle, 1}, {&none, 1});
+    EXPECT_TRUE(none.tokens.empty());
+  }
+  observe(*lived, 2, ctx, 20, 1);  // that step's anchor
   // Batched with another request this time.
   observe(*lived, 0, other_ctx, 0, 20);
   const std::vector<DraftRequest> both = {{0, other_tokens, &sp, nullptr, 4},
-                                          {2, std::span<const int32_t>(tokens.data(), 21), &sp, nullptr, 4}};
+                                          {2, std::span<const int32_t>(tokens.data(), 22), &sp, nullptr, 4}};
   std::vector<Draft> drafts(2);
   lived->propose(both, drafts);
   const auto got = lived->inspect(1);
   const auto got_other = lived->inspect(0);
 
   auto fresh = make_proposer(s, DType::kF32);
-  observe(*fresh, 3, ctx, 0, 20);
-  const auto expected = propose_one(*fresh, 3, 21);
+  observe(*fresh, 3, ctx, 0, 21);
+  const auto expected = propose_one(*fresh, 3, 22);
   ASSERT_EQ(got.logits.size(), expected.logits.size());
   EXPECT_EQ(0, std::memcmp(got.hidden.data(), expected.hidden.data(), got.hidden.size_bytes()));
   EXPECT_EQ(0, std::memcmp(got.logits.data(), expected.logits.data(), got.logits.size_bytes()));
@@ -283,13 +297,19 @@ TEST(DSparkProposer, RoundsChunksAndBatchesMatchAFreshProposer) {
   const auto alone = fresh_other->inspect(0);
   EXPECT_EQ(0, std::memcmp(got_other.logits.data(), alone.logits.data(), alone.logits.size_bytes()));
 
-  // A released slot starts again from position 0.
+  // A released slot starts again from position 0, whatever it had pending.
+  observe(*lived, 2, ctx, 21, 1);
   lived->release(2);
   EXPECT_THROW(observe(*lived, 2, ctx, 5, 3), Error);
-  observe(*lived, 2, ctx, 0, 20);
-  const auto after_release = propose_one(*lived, 2, 21);
+  observe(*lived, 2, ctx, 0, 21);
+  const auto after_release = propose_one(*lived, 2, 22);
   EXPECT_EQ(0, std::memcmp(after_release.logits.data(), expected.logits.data(), expected.logits.size_bytes()));
 }
+
+INSTANTIATE_TEST_SUITE_P(PendingPositions, DSparkProposerLived, ::testing::Values(0, 2, 5, -1),
+                         [](const ::testing::TestParamInfo<int64_t>& info) {
+                           return info.param < 0 ? std::string("Default") : "Pending" + std::to_string(info.param);
+                         });
 
 TEST(DSparkProposer, MaxDraftsLimitsTheOutputNotTheBlock) {
   const DrafterSetup& s = setup(DrafterKind::kDSpark);
