@@ -97,7 +97,7 @@ void configure_schedule(EngineOptions& options, const ModelArgs& args, Transform
   profile.tokens_per_sequence = std::max<int64_t>(profile.tokens_per_sequence, 9);
   const auto cache = default_cache_dir();
   if (args.reprofile) std::filesystem::remove(cache / "step_profile" / (step_profile_key(args.model_dir, model, profile) + ".json"));
-  bool measured = false;
+  StepProfileSource source = StepProfileSource::kMeasured;
   const double t0 = now_seconds();
   // Measured on a thread of its own that ends here: the OpenMP worker team a thread builds
   // outlives its parallel regions, and a serving process whose main thread had built one
@@ -107,7 +107,7 @@ void configure_schedule(EngineOptions& options, const ModelArgs& args, Transform
   std::thread([&, threads = num_threads()] {
     set_num_threads(threads);
     try {
-      table = load_or_measure_step_cost(args.model_dir, model, profile, cache, &measured);
+      table = load_or_measure_step_cost(args.model_dir, model, profile, cache, &source);
     } catch (...) {
       error = std::current_exception();
     }
@@ -117,7 +117,7 @@ void configure_schedule(EngineOptions& options, const ModelArgs& args, Transform
   options.spec_schedule = SpecSchedule::kAdaptive;
   const auto& sps = options.step_cost->values();
   std::fprintf(stderr, "[dspark] step-cost profile %s (%.1f s): SPS(1) %.0f, SPS(9) %.0f, SPS(%lld) %.0f steps/s\n",
-               measured ? "measured" : "cached", now_seconds() - t0, sps[0], sps[std::min<size_t>(8, sps.size() - 1)],
+               step_profile_source_name(source), now_seconds() - t0, sps[0], sps[std::min<size_t>(8, sps.size() - 1)],
                static_cast<long long>(sps.size()), sps.back());
 }
 

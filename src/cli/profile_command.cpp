@@ -27,12 +27,12 @@ void run_profile(const ProfileArgs& args) {
   const auto cache = default_cache_dir();
   const auto key = step_profile_key(args.model.model_dir, *loaded.model, o);
   if (args.model.reprofile) std::filesystem::remove(cache / "step_profile" / (key + ".json"));
-  bool measured = false;
+  StepProfileSource source = StepProfileSource::kMeasured;
   const double t0 = now_seconds();
-  const StepCostTable table = load_or_measure_step_cost(args.model.model_dir, *loaded.model, o, cache, &measured);
+  const StepCostTable table = load_or_measure_step_cost(args.model.model_dir, *loaded.model, o, cache, &source);
   std::printf("# step-cost profile of %s (%s, %d threads, context %lld): %s in %.1f s; cache %s/step_profile/%s.json\n",
               args.model.model_dir.c_str(), args.model.dtype.c_str(), num_threads(),
-              static_cast<long long>(o.context_length), measured ? "measured" : "cached", now_seconds() - t0,
+              static_cast<long long>(o.context_length), step_profile_source_name(source), now_seconds() - t0,
               cache.c_str(), key.c_str());
   std::printf("%8s %12s %10s %12s\n", "tokens", "steps/s", "ms/step", "tokens/s");
   for (int64_t b = 1; b <= table.max_tokens(); b += (b < 16 ? 1 : (b < 64 ? 8 : 32))) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -34,57 +36,95 @@ uint64_t fnv1a(const std::string& text) {
 
 }  // namespace
 
-StepCostTable measure_step_cost(Transformer& model, const StepProfileOptions& o) {
-  DSPARK_CHECK(o.max_tokens >= 1 && o.max_tokens <= model.options().max_batch_tokens,
-               "profile range 1..{} must fit the model's max_batch_tokens {}", o.max_tokens,
-               model.options().max_batch_tokens);
-  const int64_t per_seq = std::max<int64_t>(1, o.tokens_per_sequence);
-  const int64_t max_seqs = (o.max_tokens + per_seq - 1) / per_seq;
-  DSPARK_CHECK(max_seqs <= model.options().max_sequences, "profiling {} tokens needs {} sequences; the model allows {}",
-               o.max_tokens, max_seqs, model.options().max_sequences);
-  const int64_t context = std::min<int64_t>(o.context_length, model.max_model_len() - per_seq);
-  DSPARK_CHECK(context >= 1, "the model's context is too short to profile");
-  constexpr int64_t kBlock = 16;
-  const int64_t blocks_per_seq = (context + per_seq + kBlock - 1) / kBlock;
-  KvPool kv(model.config(), KvPoolOptions{max_seqs * blocks_per_seq, kBlock, DType::kF32});
-  BlockAllocator allocator(kv.num_blocks());
-  std::vector<BlockTable> tables(max_seqs);
-  // Fill every sequence's context once (its KV content does not affect the timing).
-  for (auto& t : tables) {
-    DSPARK_CHECK(t.reserve(context + per_seq, kBlock, allocator), "profile KV pool too small");
-    for (int64_t done = 0; done < context;) {
-      const int64_t n = std::min(context - done, model.options().max_batch_tokens);
-      std::vector<int32_t> ids(n, 1);
-      const SequenceSlice slice{static_cast<int32_t>(n), static_cast<int32_t>(done), t.data()};
-      model.forward(ForwardBatch{ids, {&slice, 1}, {}}, kv);
-      done += n;
+namespace {
+
+// Times forwards of B tokens spread over ceil(B / tokens_per_sequence) sequences with
+// context_length cached positions each, for B up to max_tokens.
+class StepTimer {
+ public:
+  StepTimer(Transformer& model, const StepProfileOptions& o, int64_t max_tokens)
+      : model_(model), repeats_(std::max(1, o.repeats)), per_seq_(std::max<int64_t>(1, o.tokens_per_sequence)) {
+    DSPARK_CHECK(max_tokens >= 1 && max_tokens <= model.options().max_batch_tokens,
+                 "profile range 1..{} must fit the model's max_batch_tokens {}", max_tokens,
+                 model.options().max_batch_tokens);
+    const int64_t max_seqs = (max_tokens + per_seq_ - 1) / per_seq_;
+    DSPARK_CHECK(max_seqs <= model.options().max_sequences,
+                 "profiling {} tokens needs {} sequences; the model allows {}", max_tokens, max_seqs,
+                 model.options().max_sequences);
+    context_ = std::min<int64_t>(o.context_length, model.max_model_len() - per_seq_);
+    DSPARK_CHECK(context_ >= 1, "the model's context is too short to profile");
+    const int64_t blocks_per_seq = (context_ + per_seq_ + kBlock - 1) / kBlock;
+    kv_ = std::make_unique<KvPool>(model.config(), KvPoolOptions{max_seqs * blocks_per_seq, kBlock, DType::kF32});
+    allocator_ = std::make_unique<BlockAllocator>(kv_->num_blocks());
+    tables_.resize(max_seqs);
+    // Fill every sequence's context once (its KV content does not affect the timing).
+    for (auto& t : tables_) {
+      DSPARK_CHECK(t.reserve(context_ + per_seq_, kBlock, *allocator_), "profile KV pool too small");
+      for (int64_t done = 0; done < context_;) {
+        const int64_t n = std::min(context_ - done, model.options().max_batch_tokens);
+        std::vector<int32_t> ids(n, 1);
+        const SequenceSlice slice{static_cast<int32_t>(n), static_cast<int32_t>(done), t.data()};
+        model.forward(ForwardBatch{ids, {&slice, 1}, {}}, *kv_);
+        done += n;
+      }
     }
+    seconds(1);  // warm-up
   }
 
-  auto time_step = [&](int64_t num_tokens) {
+  // The fastest of `repeats` forwards of num_tokens tokens (noise only adds time).
+  double seconds(int64_t num_tokens) {
     std::vector<int32_t> ids(num_tokens, 1), rows(num_tokens);
     std::iota(rows.begin(), rows.end(), 0);
     std::vector<SequenceSlice> slices;
     for (int64_t left = num_tokens, s = 0; left > 0; ++s) {
-      const int64_t n = std::min(left, per_seq);
-      slices.push_back({static_cast<int32_t>(n), static_cast<int32_t>(context), tables[s].data()});
+      const int64_t n = std::min(left, per_seq_);
+      slices.push_back({static_cast<int32_t>(n), static_cast<int32_t>(context_), tables_[s].data()});
       left -= n;
     }
     double best = 1e30;
-    for (int32_t rep = 0; rep < std::max(1, o.repeats); ++rep) {
+    for (int32_t rep = 0; rep < repeats_; ++rep) {
       const double t0 = now_seconds();
-      model.forward(ForwardBatch{ids, slices, rows}, kv);
+      model_.forward(ForwardBatch{ids, slices, rows}, *kv_);
       best = std::min(best, now_seconds() - t0);
     }
     return best;
-  };
+  }
 
+ private:
+  static constexpr int64_t kBlock = 16;
+  Transformer& model_;
+  int32_t repeats_;
+  int64_t per_seq_;
+  int64_t context_ = 0;
+  std::unique_ptr<KvPool> kv_;
+  std::unique_ptr<BlockAllocator> allocator_;
+  std::vector<BlockTable> tables_;
+};
+
+// A cached profile measured while the machine was busy (a build, another benchmark) would
+// make every later run plan with steps slower than they are. Two points are timed again
+// (one token, and one verification step); a cache that is much slower than the machine is
+// now is stale. One that is faster is kept: a busy machine now is no reason to bake the
+// load into the cache.
+bool is_stale(const StepCostTable& cached, Transformer& model, const StepProfileOptions& o) {
+  constexpr double kStaleRatio = 1.5;
+  const int64_t verify = std::min<int64_t>({cached.max_tokens(), o.max_tokens, std::max<int64_t>(1, o.tokens_per_sequence)});
+  StepTimer timer(model, o, verify);
+  for (const int64_t b : {int64_t{1}, verify}) {
+    if (1.0 / cached.sps(b) > kStaleRatio * timer.seconds(b)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+StepCostTable measure_step_cost(Transformer& model, const StepProfileOptions& o) {
+  StepTimer timer(model, o, o.max_tokens);
   std::vector<int64_t> points;
   for (int64_t b = 1; b <= o.max_tokens; b += b < 32 ? 1 : 8) points.push_back(b);
   if (points.back() != o.max_tokens) points.push_back(o.max_tokens);
-  time_step(1);  // warm-up
   std::vector<double> seconds(points.size());
-  for (size_t i = 0; i < points.size(); ++i) seconds[i] = time_step(points[i]);
+  for (size_t i = 0; i < points.size(); ++i) seconds[i] = timer.seconds(points[i]);
 
   std::vector<double> sps(o.max_tokens);
   size_t k = 0;
@@ -119,15 +159,23 @@ std::string step_profile_key(const std::filesystem::path& model_dir, const Trans
 
 StepCostTable load_or_measure_step_cost(const std::filesystem::path& model_dir, Transformer& model,
                                         const StepProfileOptions& options, const std::filesystem::path& cache_dir,
-                                        bool* measured) {
+                                        StepProfileSource* source) {
   const auto path = cache_dir / "step_profile" / (step_profile_key(model_dir, model, options) + ".json");
+  StepProfileSource how = StepProfileSource::kMeasured;
   if (std::filesystem::exists(path)) {
+    std::optional<StepCostTable> cached;
     try {
       const auto json = nlohmann::json::parse(std::ifstream(path));
-      if (measured) *measured = false;
-      return StepCostTable(json.at("steps_per_second").get<std::vector<double>>());
+      cached.emplace(json.at("steps_per_second").get<std::vector<double>>());
     } catch (const std::exception&) {
       // A damaged cache entry is measured again and overwritten.
+    }
+    if (cached && cached->max_tokens() == options.max_tokens) {
+      if (!is_stale(*cached, model, options)) {
+        if (source) *source = StepProfileSource::kCached;
+        return std::move(*cached);
+      }
+      how = StepProfileSource::kMeasuredStale;
     }
   }
   StepCostTable table = measure_step_cost(model, options);
@@ -140,8 +188,17 @@ StepCostTable load_or_measure_step_cost(const std::filesystem::path& model_dir, 
                                       {"steps_per_second", table.values()}}
                             .dump();
   std::filesystem::rename(tmp, path, ec);
-  if (measured) *measured = true;
+  if (source) *source = how;
   return table;
+}
+
+const char* step_profile_source_name(StepProfileSource source) {
+  switch (source) {
+    case StepProfileSource::kCached: return "cached";
+    case StepProfileSource::kMeasured: return "measured";
+    case StepProfileSource::kMeasuredStale: return "measured again (the cached one was stale)";
+  }
+  return "?";
 }
 
 std::filesystem::path default_cache_dir() {

@@ -29,11 +29,21 @@ StepCostTable measure_step_cost(Transformer& model, const StepProfileOptions& op
 std::string step_profile_key(const std::filesystem::path& model_dir, const Transformer& model,
                              const StepProfileOptions& options);
 
-// Loads the cached profile for this key from cache_dir, or measures and stores it.
-// `measured` (optional) tells which happened.
+enum class StepProfileSource {
+  kCached,         // read from the cache (and confirmed by a spot check)
+  kMeasured,       // no usable cache entry: measured and stored
+  kMeasuredStale,  // the cached entry was much slower than a spot check: measured again
+};
+const char* step_profile_source_name(StepProfileSource source);
+
+// Loads the cached profile for this key from cache_dir, or measures and stores it. A cached
+// profile is spot-checked first (one-token and tokens_per_sequence-token steps timed
+// again, well under a second): if its steps are over 1.5x slower than the machine is now,
+// it was measured under load and is measured again. `source` (optional) tells which
+// happened.
 StepCostTable load_or_measure_step_cost(const std::filesystem::path& model_dir, Transformer& model,
                                         const StepProfileOptions& options, const std::filesystem::path& cache_dir,
-                                        bool* measured = nullptr);
+                                        StepProfileSource* source = nullptr);
 
 // $DSPARK_CACHE_DIR, else $XDG_CACHE_HOME/dspark, else ~/.cache/dspark.
 std::filesystem::path default_cache_dir();
