@@ -11,9 +11,15 @@
 //   target_us   one target forward of B sequences x 1 token (a plain decode step)
 //   propose_us  one propose(): the block pass (B x 8 rows), LM head over B x 8 rows, and the
 //               sequential Markov / sampling / confidence stage (greedy requests)
-//   observe_us  one observe() of 4 committed positions per request (anchor + 3 accepted)
+//   observe_us  the context work of a round: one observe() of 4 committed positions per
+//               request (anchor + 3 accepted) and the catch_up() that projects them
 //   ratio       propose / target;  round_ratio (propose + observe) / target
 // Reported as the mean and the minimum over iterations (min = least disturbed).
+//
+// BM_IdleContext: steps in which nobody drafts (a busy engine on the adaptive schedule):
+// one target decode step of B = 16 sequences and the observe() of their one committed
+// position each, with the projection done at once (pending 0) or deferred (the default);
+// context_us per step and its ratio to the target step.
 //
 //   build/bench/dspark_proposer_bench [--benchmark_filter=...]   (threads: OMP_NUM_THREADS)
 #include <benchmark/benchmark.h>
@@ -86,7 +92,8 @@ struct Fixture {
   std::vector<int32_t> observed;    // [kMaxBatch] positions each slot has seen
   SamplingParams greedy;
 
-  explicit Fixture(int64_t drafter_layers) : tables(kMaxBatch), observed(kMaxBatch, 0) {
+  explicit Fixture(int64_t drafter_layers, int64_t max_pending_positions = -1)
+      : tables(kMaxBatch), observed(kMaxBatch, 0) {
     TransformerOptions opts;
     opts.compute = DType::kBF16;
     opts.max_batch_tokens = 128;
@@ -105,6 +112,7 @@ struct Fixture {
     o.max_model_len = 1024;
     o.max_context_rows = 128;
     o.compute = DType::kBF16;
+    o.max_pending_positions = max_pending_positions;
     drafter = DSparkProposer::load(drafter_dir(drafter_layers), target_dir(), o);
     Rng rng(3);
     hidden.resize(3 * 128 * 512);
@@ -149,13 +157,19 @@ struct Fixture {
     benchmark::DoNotOptimize(target->forward(ForwardBatch{ids, slices, rows}, *kv).logits);
   }
 
-  void propose(int64_t batch) {
-    std::vector<DraftRequest> requests;
+  std::vector<DraftRequest> requests(int64_t batch) {
+    std::vector<DraftRequest> r;
     for (int32_t s = 0; s < batch; ++s) {
-      requests.push_back({s, std::span<const int32_t>(tokens.data(), observed[s] + 1), &greedy, nullptr, 8});
+      r.push_back({s, std::span<const int32_t>(tokens.data(), observed[s] + 1), &greedy, nullptr, 8});
     }
+    return r;
+  }
+
+  void catch_up(int64_t batch) { drafter->catch_up(requests(batch)); }
+
+  void propose(int64_t batch) {
     std::vector<Draft> drafts(batch);
-    drafter->propose(requests, drafts);
+    drafter->propose(requests(batch), drafts);
     benchmark::DoNotOptimize(drafts[0].tokens.data());
   }
 };
@@ -184,11 +198,14 @@ void BM_DrafterVsTargetStep(benchmark::State& state) {
     f.target_step(batch);
     const double t = since(t0);
     t0 = std::chrono::steady_clock::now();
+    f.catch_up(batch);
+    const double c = since(t0);
+    t0 = std::chrono::steady_clock::now();
     f.propose(batch);
     const double p = since(t0);
     t0 = std::chrono::steady_clock::now();
     f.observe(batch, kObserveRows);
-    const double o = since(t0);
+    const double o = c + since(t0);
     target_sum += t, propose_sum += p, observe_sum += o, ++n;
     target_min = std::min(target_min, t), propose_min = std::min(propose_min, p), observe_min = std::min(observe_min, o);
   }
@@ -211,6 +228,32 @@ BENCHMARK(BM_DrafterVsTargetStep)
     ->Args({2, 16})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);
+
+void BM_IdleContext(benchmark::State& state) {
+  static Fixture deferred(1);
+  static Fixture at_once(1, /*max_pending_positions=*/0);
+  Fixture& f = state.range(0) == 0 ? at_once : deferred;
+  const int64_t batch = kMaxBatch;
+  double target_sum = 0, context_sum = 0;
+  int64_t n = 0;
+  for (auto _ : state) {
+    if (f.observed[0] + 1 >= kMaxContext) {
+      for (int32_t s = 0; s < batch; ++s) f.reset(s);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    f.target_step(batch);
+    target_sum += since(t0);
+    t0 = std::chrono::steady_clock::now();
+    f.observe(batch, 1);
+    context_sum += since(t0);
+    ++n;
+  }
+  state.counters["target_us"] = target_sum / n;
+  state.counters["context_us"] = context_sum / n;
+  state.counters["context_ratio"] = context_sum / target_sum;
+  state.counters["threads"] = num_threads();
+}
+BENCHMARK(BM_IdleContext)->ArgNames({"pending"})->Arg(0)->Arg(-1)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 }  // namespace
 }  // namespace dspark
