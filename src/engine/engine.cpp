@@ -159,19 +159,19 @@ void Engine::propose_drafts() {
   draft_requests_.clear();
   draft_owners_.clear();
   // Adaptive: never draft what the scheduler could not admit at this load, even if every
-  // draft were certain to be accepted; and skip drafts that the acceptance measured so far
-  // says cannot pay at this load (the drafter's own time is not in the scheduler's
-  // objective, so drafting for a busy machine is pure loss).
+  // draft were certain to be accepted; and skip drafting when the acceptance measured so
+  // far says that the drafts, with the drafter's own time, cannot beat plain decoding at
+  // this load (drafting for a busy machine is pure loss).
   int32_t budget = proposer_->num_speculative_tokens();
   if (options_.spec_schedule == SpecSchedule::kAdaptive) {
     int64_t decoding = 0;
     for (const auto& r : running_) decoding += r->is_decoding() ? 1 : 0;
-    budget = PrefixScheduler::max_useful_drafts(decoding, budget, *options_.step_cost);
-    expected_survival(expected_survival_);
     const StepCostTable& cost = *options_.step_cost;
+    const double draft_seconds = drafter_cost_.seconds(decoding);
+    budget = PrefixScheduler::max_useful_drafts(decoding, budget, cost, draft_seconds);
+    expected_survival(expected_survival_);
     const int32_t useful = PrefixScheduler::expected_useful_drafts(decoding, budget, expected_survival_, cost);
-    budget = PrefixScheduler::expected_useful_drafts(decoding, budget, expected_survival_, cost,
-                                                     drafter_cost_.seconds(decoding));
+    budget = PrefixScheduler::expected_useful_drafts(decoding, budget, expected_survival_, cost, draft_seconds);
     // When only the drafter's measured time says no, draft now and then anyway, so that a
     // stale or unlucky measurement cannot switch the drafter off for good.
     constexpr int64_t kRemeasureEvery = 64;
@@ -218,13 +218,14 @@ void Engine::propose_drafts() {
 
 double Engine::measured_acceptance(size_t position) const {
   // The acceptance rate measured so far at this position, given that the previous ones
-  // survived (Laplace-smoothed so early rounds explore).
+  // survived (Laplace-smoothed so early rounds explore). Not accepted / drafted: that is
+  // already the survival through this position, and multiplying those compounds it.
   const auto& m = spec_metrics_;
   const double accepted =
       position < m.accepted_per_position.size() ? static_cast<double>(m.accepted_per_position[position]) : 0;
-  const double drafted =
-      position < m.drafted_per_position.size() ? static_cast<double>(m.drafted_per_position[position]) : 0;
-  return (accepted + 1.0) / (drafted + 2.0);
+  const double reached =
+      position < m.reached_per_position.size() ? static_cast<double>(m.reached_per_position[position]) : 0;
+  return (accepted + 1.0) / (reached + 2.0);
 }
 
 double Engine::acceptance_estimate(size_t position) const {
@@ -233,8 +234,8 @@ double Engine::acceptance_estimate(size_t position) const {
   // drafter budget and the admission must agree on this: a budget that drafts positions
   // the admission then never verifies would pay for the drafter and never measure it.
   constexpr int64_t kMinObservations = 32;
-  const auto& drafted = spec_metrics_.drafted_per_position;
-  const bool measured = position < drafted.size() && drafted[position] >= kMinObservations;
+  const auto& reached = spec_metrics_.reached_per_position;
+  const bool measured = position < reached.size() && reached[position] >= kMinObservations;
   return measured ? measured_acceptance(position) : 1.0;
 }
 
@@ -273,7 +274,9 @@ void Engine::choose_verified_lengths() {
   // Requests without drafts still verify their anchor: they count in R with no candidates.
   for (int64_t i = static_cast<int64_t>(deciding_.size()); i < decoding; ++i) survival_views_.emplace_back();
   chosen_lengths_.assign(survival_views_.size(), 0);
-  const double predicted = prefix_scheduler_.choose(survival_views_, *options_.step_cost, chosen_lengths_);
+  // The drafter has run for the requests that drafted: its time is the step's overhead.
+  const double predicted = prefix_scheduler_.choose(survival_views_, *options_.step_cost, chosen_lengths_,
+                                                    drafter_cost_.seconds(static_cast<int64_t>(deciding_.size())));
   schedule_metrics_.predicted_accepted += predicted;
   for (size_t i = 0; i < deciding_.size(); ++i) deciding_[i]->drafts.resize(chosen_lengths_[i]);
 }

@@ -8,10 +8,8 @@ namespace dspark {
 
 StepCostTable::StepCostTable(std::vector<double> steps_per_second) : sps_(std::move(steps_per_second)) {
   DSPARK_CHECK(!sps_.empty(), "a step-cost table needs at least one entry");
-  for (size_t b = 0; b < sps_.size(); ++b) {
-    DSPARK_CHECK(sps_[b] > 0, "SPS({}) must be positive, got {}", b + 1, sps_[b]);
-    if (b > 0) sps_[b] = std::min(sps_[b], sps_[b - 1]);
-  }
+  for (size_t b = 0; b < sps_.size(); ++b) DSPARK_CHECK(sps_[b] > 0, "SPS({}) must be positive, got {}", b + 1, sps_[b]);
+  for (size_t b = sps_.size() - 1; b > 0; --b) sps_[b - 1] = std::max(sps_[b - 1], sps_[b]);
 }
 
 double StepCostTable::sps(int64_t num_tokens) const {
@@ -53,12 +51,23 @@ double DrafterCost::seconds(int64_t num_requests) const {
   return 0;
 }
 
+namespace {
+
+// Φ: tokens per second of a step that verifies batch tokens and is expected to accept τ,
+// when the step also spends overhead seconds outside the target forward.
+double step_rate(double tau, int64_t batch, const StepCostTable& cost, double overhead) {
+  return tau / (1.0 / cost.sps(batch) + overhead);
+}
+
+}  // namespace
+
 PrefixScheduler::PrefixScheduler(PrefixSchedulerOptions options) : options_(options) {}
 
 double PrefixScheduler::choose(std::span<const std::span<const double>> survival, const StepCostTable& cost,
-                               std::span<int32_t> lengths) {
+                               std::span<int32_t> lengths, double overhead_seconds) {
   DSPARK_CHECK(lengths.size() == survival.size(), "lengths has {} entries for {} requests", lengths.size(),
                survival.size());
+  DSPARK_CHECK(overhead_seconds >= 0, "the step's overhead must be >= 0, got {}", overhead_seconds);
   const int64_t num_requests = static_cast<int64_t>(survival.size());
   std::fill(lengths.begin(), lengths.end(), 0);
   if (num_requests == 0) return 0;
@@ -79,7 +88,7 @@ double PrefixScheduler::choose(std::span<const std::span<const double>> survival
 
   int64_t batch = num_requests;
   double tau = static_cast<double>(num_requests);
-  double best_phi = tau * cost.sps(batch);
+  double best_phi = step_rate(tau, batch, cost, overhead_seconds);
   double best_tau = tau;
   // With search_past_drop, the plan at the best Φ seen is kept (rolled back to below).
   int64_t admitted = 0, best_admitted = 0;
@@ -87,7 +96,7 @@ double PrefixScheduler::choose(std::span<const std::span<const double>> survival
     if (c.position != lengths[c.request] + 1 && !options_.search_past_drop) break;  // predecessor missing
     ++batch;
     tau += c.survival;
-    const double phi = tau * cost.sps(batch);
+    const double phi = step_rate(tau, batch, cost, overhead_seconds);
     if (phi >= best_phi) {
       best_phi = phi;
       best_tau = tau;
@@ -112,13 +121,14 @@ double PrefixScheduler::choose(std::span<const std::span<const double>> survival
   return best_tau - static_cast<double>(num_requests);
 }
 
-int32_t PrefixScheduler::max_useful_drafts(int64_t num_requests, int32_t max_drafts, const StepCostTable& cost) {
+int32_t PrefixScheduler::max_useful_drafts(int64_t num_requests, int32_t max_drafts, const StepCostTable& cost,
+                                           double overhead_seconds) {
   if (num_requests <= 0) return 0;
-  const double baseline = static_cast<double>(num_requests) * cost.sps(num_requests);
+  const double baseline = step_rate(static_cast<double>(num_requests), num_requests, cost, overhead_seconds);
   int32_t useful = 0;
   for (int32_t n = 1; n <= max_drafts; ++n) {
     // Best case: every extra verified token is accepted.
-    const double phi = static_cast<double>(num_requests + n) * cost.sps(num_requests + n);
+    const double phi = step_rate(static_cast<double>(num_requests + n), num_requests + n, cost, overhead_seconds);
     if (phi >= baseline) useful = n;
   }
   return useful;
@@ -131,14 +141,13 @@ int32_t PrefixScheduler::expected_useful_drafts(int64_t num_requests, int32_t ma
   DSPARK_CHECK(static_cast<int64_t>(expected_survival.size()) >= max_drafts,
                "expected survival has {} positions for {} drafts", expected_survival.size(), max_drafts);
   DSPARK_CHECK(draft_seconds >= 0, "the drafter's time must be >= 0, got {}", draft_seconds);
-  // choose() on num_requests identical requests: candidates in survival order are every
-  // request's position 1, then every position 2, ...; admitted one at a time until Φ drops.
+  // choose() on num_requests identical requests with the drafter's time as the step's
+  // overhead: candidates in survival order are every request's position 1, then every
+  // position 2, ...; admitted one at a time until Φ drops.
   int64_t batch = num_requests;
   double tau = static_cast<double>(num_requests);
   const double plain_phi = tau * cost.sps(batch);
-  double best_phi = plain_phi;
-  int64_t best_batch = batch;
-  double best_tau = tau;
+  double best_phi = step_rate(tau, batch, cost, draft_seconds);
   int32_t useful = 0;
   bool dropped = false;
   for (int32_t n = 1; n <= max_drafts && !dropped; ++n) {
@@ -146,21 +155,17 @@ int32_t PrefixScheduler::expected_useful_drafts(int64_t num_requests, int32_t ma
     for (int64_t r = 0; r < num_requests; ++r) {
       ++batch;
       tau += s;
-      const double phi = tau * cost.sps(batch);
+      const double phi = step_rate(tau, batch, cost, draft_seconds);
       if (phi < best_phi) {
         dropped = true;
         break;
       }
       best_phi = phi;
-      best_tau = tau;
-      best_batch = batch;
       useful = n;
     }
   }
-  if (useful == 0) return 0;
-  // Tokens per second of that plan once the drafter's own time is part of the step.
-  const double with_drafter = best_tau / (1.0 / cost.sps(best_batch) + draft_seconds);
-  return with_drafter >= plain_phi ? useful : 0;
+  // Drafting must beat plain decoding, which pays no drafter.
+  return useful > 0 && best_phi >= plain_phi ? useful : 0;
 }
 
 }  // namespace dspark

@@ -11,6 +11,7 @@ SpecDecodeMetrics::SpecDecodeMetrics(int32_t max_positions) {
                max_positions);
   accepted_per_position.assign(static_cast<size_t>(max_positions), 0);
   drafted_per_position.assign(static_cast<size_t>(max_positions), 0);
+  reached_per_position.assign(static_cast<size_t>(max_positions), 0);
   calibration_rounds.assign(static_cast<size_t>(max_positions), 0);
   calibration_survived.assign(static_cast<size_t>(max_positions), 0);
   calibration_predicted.assign(static_cast<size_t>(max_positions), 0.0);
@@ -30,6 +31,9 @@ void SpecDecodeMetrics::record_round(int32_t num_draft_tokens_in_round, int32_t 
   num_accepted_tokens += num_accepted;
   for (int32_t i = 0; i < num_accepted; ++i) accepted_per_position[static_cast<size_t>(i)] += 1;
   for (int32_t i = 0; i < num_draft_tokens_in_round; ++i) drafted_per_position[static_cast<size_t>(i)] += 1;
+  for (int32_t i = 0; i < num_draft_tokens_in_round && i <= num_accepted; ++i) {
+    reached_per_position[static_cast<size_t>(i)] += 1;
+  }
   if (confidence.empty()) return;
   DSPARK_CHECK(static_cast<int32_t>(confidence.size()) == num_draft_tokens_in_round,
                "SpecDecodeMetrics: {} confidences for {} draft tokens", confidence.size(), num_draft_tokens_in_round);
@@ -50,12 +54,14 @@ void SpecDecodeMetrics::merge(const SpecDecodeMetrics& other) {
   const size_t size = std::max(accepted_per_position.size(), other.accepted_per_position.size());
   accepted_per_position.resize(size, 0);
   drafted_per_position.resize(size, 0);
+  reached_per_position.resize(size, 0);
   calibration_rounds.resize(size, 0);
   calibration_survived.resize(size, 0);
   calibration_predicted.resize(size, 0.0);
   for (size_t i = 0; i < other.accepted_per_position.size(); ++i) {
     accepted_per_position[i] += other.accepted_per_position[i];
     drafted_per_position[i] += other.drafted_per_position[i];
+    reached_per_position[i] += other.reached_per_position[i];
     calibration_rounds[i] += other.calibration_rounds[i];
     calibration_survived[i] += other.calibration_survived[i];
     calibration_predicted[i] += other.calibration_predicted[i];
@@ -87,6 +93,14 @@ double SpecDecodeMetrics::position_conditional_rate(int32_t position) const {
   if (drafted == 0) return 0.0;
   return static_cast<double>(accepted_per_position[static_cast<size_t>(position)]) /
          static_cast<double>(drafted);
+}
+
+double SpecDecodeMetrics::position_pass_rate(int32_t position) const {
+  DSPARK_CHECK(position >= 0 && position < max_positions(),
+               "SpecDecodeMetrics: position {} outside 0..{}", position, max_positions() - 1);
+  const int64_t reached = reached_per_position[static_cast<size_t>(position)];
+  if (reached == 0) return 0.0;
+  return static_cast<double>(accepted_per_position[static_cast<size_t>(position)]) / static_cast<double>(reached);
 }
 
 bool SpecDecodeMetrics::has_calibration() const {

@@ -4,7 +4,9 @@
 // draft tokens (a request the scheduler verified with its anchor only, or a drafter that
 // proposed nothing) count nowhere. For a round with L draft tokens of which A leading ones
 // were accepted: num_drafts += 1, num_draft_tokens += L, num_accepted_tokens += A,
-// accepted_per_position[i] += 1 for i < A, drafted_per_position[i] += 1 for i < L.
+// accepted_per_position[i] += 1 for i < A, drafted_per_position[i] += 1 for i < L,
+// reached_per_position[i] += 1 for i < L with i <= A (position i verified after every
+// earlier draft was accepted).
 //
 // Derived rates:
 //   mean_acceptance_length = 1 + num_accepted_tokens / num_drafts (tokens per round,
@@ -15,6 +17,9 @@
 //   position_conditional_rate(i) = accepted_per_position[i] / drafted_per_position[i]:
 //                            the same among rounds that drafted position i, which is the
 //                            meaningful number when the draft length varies per round.
+//   position_pass_rate(i) = accepted_per_position[i] / reached_per_position[i]: the chance
+//                            that the draft at position i is accepted once every earlier
+//                            one was; survival to position i is the product of these.
 //
 // Calibration of a confidence head (rounds whose drafter supplied confidences c_i): for
 // each position i drafted in such a round, the predicted survival a_i = ∏_{k≤i} c_k is
@@ -35,6 +40,7 @@ struct SpecDecodeMetrics {
   int64_t num_accepted_tokens = 0;            // sum of accepted prefix lengths
   std::vector<int64_t> accepted_per_position;  // [max_positions]
   std::vector<int64_t> drafted_per_position;   // [max_positions]
+  std::vector<int64_t> reached_per_position;   // [max_positions]
   std::vector<int64_t> calibration_rounds;     // [max_positions] rounds with confidences drafting i
   std::vector<int64_t> calibration_survived;   // [max_positions] of those, positions 0..i accepted
   std::vector<double> calibration_predicted;   // [max_positions] sum of a_i over those rounds
@@ -53,6 +59,7 @@ struct SpecDecodeMetrics {
   double acceptance_rate() const;
   double position_acceptance_rate(int32_t position) const;
   double position_conditional_rate(int32_t position) const;
+  double position_pass_rate(int32_t position) const;
   bool has_calibration() const;
   double predicted_survival(int32_t position) const;  // 0 when no round counted
   double observed_survival(int32_t position) const;   // 0 when no round counted

@@ -20,18 +20,20 @@ StepCostTable affine_cost(double slope, int64_t max_tokens = 64) {
 }
 
 std::vector<int32_t> choose(PrefixScheduler& s, const std::vector<std::vector<double>>& survival,
-                            const StepCostTable& cost, double* predicted = nullptr) {
+                            const StepCostTable& cost, double* predicted = nullptr, double overhead = 0) {
   std::vector<std::span<const double>> views(survival.begin(), survival.end());
   std::vector<int32_t> lengths(survival.size());
-  const double p = s.choose(views, cost, lengths);
+  const double p = s.choose(views, cost, lengths, overhead);
   if (predicted) *predicted = p;
   return lengths;
 }
 
 TEST(StepCostTable, SmoothsToNonIncreasingAndExtrapolates) {
   const StepCostTable t({100, 120, 80, 90, 50});
-  EXPECT_EQ(t.values(), (std::vector<double>{100, 100, 80, 80, 50}));
+  EXPECT_EQ(t.values(), (std::vector<double>{120, 120, 90, 90, 50}));  // the faster measurement wins
   EXPECT_DOUBLE_EQ(t.sps(10), 25.0);  // 5 tokens per 1/50 s -> 10 tokens take twice as long
+  // One slow outlier does not slow the batches after it.
+  EXPECT_EQ(StepCostTable({100, 95, 40, 90, 85}).values(), (std::vector<double>{100, 95, 90, 90, 85}));
   EXPECT_THROW(StepCostTable({1.0, -1.0}), Error);
   EXPECT_THROW(t.sps(0), Error);
 }
@@ -44,6 +46,21 @@ TEST(PrefixScheduler, AdmitsBySurvivalAndStopsAtFirstDrop) {
   const auto lengths = choose(s, {{0.9, 0.8, 0.3}, {0.6, 0.1}}, affine_cost(0.1), &predicted);
   EXPECT_EQ(lengths, (std::vector<int32_t>{2, 1}));
   EXPECT_NEAR(predicted, 0.9 + 0.8 + 0.6, 1e-12);
+}
+
+TEST(PrefixScheduler, TheStepsOverheadMakesVerificationRelativelyCheaper) {
+  PrefixScheduler s;
+  double predicted = 0;
+  // The same candidates with t_o = 1 (the drafter takes as long as a one-token forward):
+  // Φ = τ / (step + 1): 0.952 at the anchors, then 1.318, 1.609, 1.792, and (0,3) now
+  // raises it to 1.840; (1,2) 0.1 -> 1.808 drops.
+  const auto lengths = choose(s, {{0.9, 0.8, 0.3}, {0.6, 0.1}}, affine_cost(0.1), &predicted, 1.0);
+  EXPECT_EQ(lengths, (std::vector<int32_t>{3, 1}));
+  EXPECT_NEAR(predicted, 0.9 + 0.8 + 0.6 + 0.3, 1e-12);
+  std::vector<int32_t> out(1);
+  const std::vector<double> one = {0.5};
+  const std::span<const double> view(one);
+  EXPECT_THROW(s.choose({&view, 1}, affine_cost(0.1), out, -1.0), Error);
 }
 
 TEST(PrefixScheduler, IdleMachineVerifiesEverythingBusyMachineNothing) {
@@ -94,6 +111,9 @@ TEST(PrefixScheduler, MaxUsefulDrafts) {
   const StepCostTable steep({1.0, 0.4, 0.3, 0.2, 0.1});
   EXPECT_EQ(PrefixScheduler::max_useful_drafts(1, 4, steep), 0);
   EXPECT_EQ(PrefixScheduler::max_useful_drafts(0, 4, steep), 0);
+  // With an overhead of 1 per step: 1 / 2 at the anchor; 2 / 3.5, 3 / 4.33, 4 / 6 and
+  // 5 / 11 = 0.45 at one to four certain drafts: three beat the anchor alone.
+  EXPECT_EQ(PrefixScheduler::max_useful_drafts(1, 4, steep, 1.0), 3);
 }
 
 TEST(PrefixScheduler, ExpectedUsefulDraftsWeighsMeasuredSurvivalAgainstLoad) {
@@ -123,10 +143,12 @@ TEST(PrefixScheduler, ExpectedUsefulDraftsPaysForTheDrafter) {
   EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, 1.0), 4);
   EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, 2.0), 4);
   EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, 2.1), 0);
-  // R = 16: one draft each, τ = 30.4 in 1 / SPS(32) = 4.1 against plain 16 · SPS(16) = 6.4:
-  // break-even at a drafter time of 0.65.
-  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild, 0.6), 1);
-  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild, 0.7), 0);
+  // R = 16: one draft each without the drafter's time (above); with it, the step's fixed
+  // cost makes a second draft each worth verifying: τ = 41.92 in 4.1 + 1.6 + t_o against
+  // plain 16 · SPS(16) = 6.4: Φ 6.65 at t_o = 0.6, 6.55 at 0.7, 6.26 at 1.
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild, 0.6), 2);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild, 0.7), 2);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild, 1.0), 0);
   EXPECT_THROW(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, -1.0), Error);
 }
 

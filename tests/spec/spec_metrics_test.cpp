@@ -15,6 +15,7 @@ TEST(SpecDecodeMetrics, EmptyMetrics) {
   EXPECT_DOUBLE_EQ(m.acceptance_rate(), 0.0);
   EXPECT_DOUBLE_EQ(m.position_acceptance_rate(0), 0.0);
   EXPECT_DOUBLE_EQ(m.position_conditional_rate(3), 0.0);
+  EXPECT_DOUBLE_EQ(m.position_pass_rate(3), 0.0);
 }
 
 TEST(SpecDecodeMetrics, RecordsRounds) {
@@ -28,6 +29,10 @@ TEST(SpecDecodeMetrics, RecordsRounds) {
   EXPECT_EQ(m.num_accepted_tokens, 5);
   EXPECT_EQ(m.accepted_per_position, (std::vector<int64_t>{2, 2, 1, 0}));
   EXPECT_EQ(m.drafted_per_position, (std::vector<int64_t>{3, 3, 2, 1}));
+  // Position 1 is reached (verified after position 0 was accepted) in the first two
+  // rounds, position 2 in those two as well, position 3 in none (the first round, the only
+  // one to verify it, rejected position 2).
+  EXPECT_EQ(m.reached_per_position, (std::vector<int64_t>{3, 2, 2, 0}));
   EXPECT_DOUBLE_EQ(m.mean_acceptance_length(), 1.0 + 5.0 / 3.0);
   EXPECT_DOUBLE_EQ(m.acceptance_rate(), 5.0 / 9.0);
   EXPECT_DOUBLE_EQ(m.position_acceptance_rate(0), 2.0 / 3.0);
@@ -35,6 +40,12 @@ TEST(SpecDecodeMetrics, RecordsRounds) {
   EXPECT_DOUBLE_EQ(m.position_acceptance_rate(3), 0.0);
   EXPECT_DOUBLE_EQ(m.position_conditional_rate(2), 1.0 / 2.0);
   EXPECT_DOUBLE_EQ(m.position_conditional_rate(3), 0.0);
+  // Pass rates multiply to the survival: 2/3 past position 0, then 2/2, then 1/2; none
+  // reached position 3.
+  EXPECT_DOUBLE_EQ(m.position_pass_rate(0), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(m.position_pass_rate(1), 1.0);
+  EXPECT_DOUBLE_EQ(m.position_pass_rate(2), 1.0 / 2.0);
+  EXPECT_DOUBLE_EQ(m.position_pass_rate(3), 0.0);
 }
 
 TEST(SpecDecodeMetrics, OnlyEmptyRoundsCountAsNoDrafts) {
@@ -57,6 +68,7 @@ TEST(SpecDecodeMetrics, MergeAddsAndGrows) {
   EXPECT_EQ(a.num_accepted_tokens, 5);
   EXPECT_EQ(a.accepted_per_position, (std::vector<int64_t>{2, 1, 1, 1}));
   EXPECT_EQ(a.drafted_per_position, (std::vector<int64_t>{3, 2, 1, 1}));
+  EXPECT_EQ(a.reached_per_position, (std::vector<int64_t>{3, 2, 1, 1}));
   // Merging a shorter one keeps the longer vectors.
   SpecDecodeMetrics c(1);
   c.record_round(1, 1);
