@@ -294,6 +294,50 @@ TEST(Engine, AdaptiveScheduleVerifiesUnmeasuredPositionsOfProposersWithoutConfid
   EXPECT_GT(engine.schedule_metrics().mean_verified_length(), 1.0);
 }
 
+// Wraps the self-drafter and replaces each draft with a wrong token with probability 0.2,
+// independently, and without confidences: every position a round reaches (all earlier
+// drafts accepted) passes with probability 0.8, so drafts 1..i survive with 0.8^i.
+class NoisyProposer final : public Proposer {
+ public:
+  explicit NoisyProposer(std::unique_ptr<Proposer> inner) : inner_(std::move(inner)), rng_(11), drafts_(4) {}
+  ProposerCapabilities capabilities() const override { return {.owns_kv_cache = true}; }
+  int32_t num_speculative_tokens() const override { return inner_->num_speculative_tokens(); }
+  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override {
+    inner_->propose(requests, drafts);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      std::vector<int32_t>& d = drafts_[requests[i].slot];
+      d.assign(drafts[i].tokens.begin(), drafts[i].tokens.end());
+      for (int32_t& t : d) {
+        if (rng_.uniform() < 0.2) t = (t + 1) % 97;
+      }
+      drafts[i] = Draft{d, nullptr, nullptr};
+    }
+  }
+  void release(int32_t slot) override { inner_->release(slot); }
+
+ private:
+  std::unique_ptr<Proposer> inner_;
+  Rng rng_;
+  std::vector<std::vector<int32_t>> drafts_;  // [slot]
+};
+
+TEST(Engine, AdaptiveScheduleMultipliesMeasuredPassRates) {
+  // Step time 1 + 0.05 (B − 1). With the true survival 0.8, 0.64, 0.51, 0.41 every plan at
+  // 1..4 requests verifies all 4 drafts. Multiplying the measured survival through each
+  // position (0.8, 0.64, ...) instead of the pass rate at it would compound it (0.8, 0.51,
+  // 0.26, 0.11) and cut the plans to 2–3 drafts once the positions are measured.
+  const auto ps = prompts(8);
+  const auto reference = plain_reference(ps, 60);
+  auto model = load(models().target_dir);
+  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  Engine engine(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), std::make_unique<NoisyProposer>(self_drafter()));
+  EXPECT_EQ(run_all(engine, ps, greedy(60)), reference);
+  const SpecDecodeMetrics& m = engine.spec_metrics();
+  EXPECT_GT(engine.schedule_metrics().mean_verified_length(), 3.7);
+  EXPECT_NEAR(m.position_pass_rate(2), 0.8, 0.1);
+  EXPECT_GE(m.reached_per_position[3], 32);  // position 4 was measured: the plans above used it
+}
+
 // Wraps a proposer: counts the calls that asked for drafts and makes each of them take at
 // least `delay` seconds (a drafter slower than the machine's target steps).
 class SlowProposer final : public Proposer {
