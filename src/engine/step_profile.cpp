@@ -107,11 +107,10 @@ class StepTimer {
 // now is stale. One that is faster is kept: a busy machine now is no reason to bake the
 // load into the cache.
 bool is_stale(const StepCostTable& cached, Transformer& model, const StepProfileOptions& o) {
-  constexpr double kStaleRatio = 1.5;
   const int64_t verify = std::min<int64_t>({cached.max_tokens(), o.max_tokens, std::max<int64_t>(1, o.tokens_per_sequence)});
   StepTimer timer(model, o, verify);
   for (const int64_t b : {int64_t{1}, verify}) {
-    if (1.0 / cached.sps(b) > kStaleRatio * timer.seconds(b)) return true;
+    if (1.0 / cached.sps(b) > o.stale_ratio * timer.seconds(b)) return true;
   }
   return false;
 }

@@ -18,6 +18,8 @@ struct StepProfileOptions {
   int64_t context_length = 256;  // KV history each profiled sequence attends over
   int32_t repeats = 5;           // timed forwards per B (the fastest counts: noise only adds)
   int64_t tokens_per_sequence = 9;  // a verification step: anchor + 8 drafts per request
+  // A cached profile whose steps are this much slower than a spot check is measured again.
+  double stale_ratio = 1.5;
 };
 
 // Measures SPS(B) by running forwards of B tokens spread over ceil(B / tokens_per_sequence)
@@ -38,9 +40,9 @@ const char* step_profile_source_name(StepProfileSource source);
 
 // Loads the cached profile for this key from cache_dir, or measures and stores it. A cached
 // profile is spot-checked first (one-token and tokens_per_sequence-token steps timed
-// again, well under a second): if its steps are over 1.5x slower than the machine is now,
-// it was measured under load and is measured again. `source` (optional) tells which
-// happened.
+// again, well under a second): if its steps are over stale_ratio times slower than the
+// machine is now, it was measured under load and is measured again. `source` (optional)
+// tells which happened.
 StepCostTable load_or_measure_step_cost(const std::filesystem::path& model_dir, Transformer& model,
                                         const StepProfileOptions& options, const std::filesystem::path& cache_dir,
                                         StepProfileSource* source = nullptr);
