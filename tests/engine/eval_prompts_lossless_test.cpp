@@ -2,7 +2,9 @@
 // project ships (n-gram, the tiny draft LM, the DSpark and DFlash drafters), greedy
 // speculative output equals greedy plain output token for token on 52 prompts from the
 // four eval sets (GSM8K, HumanEval, MBPP test split, MT-bench), with speculation batched
-// (several requests per step) and the plain reference run one request at a time.
+// (several requests per step) and the plain reference run one request at a time — under
+// the fixed schedule, and under the adaptive one with a step-cost table on which the
+// prefix scheduler verifies prefixes of every length.
 // Models not present under models/ are reported as skipped.
 #include <filesystem>
 
@@ -58,20 +60,30 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
     Engine engine(*model, tokenizer, EngineOptions{.max_running = 1, .max_batch_tokens = 256});
     for (const auto& p : prompts) plain.push_back(generate_one(engine, p, greedy).tokens);
   }
-  Engine engine(*model, tokenizer, EngineOptions{.max_running = kMaxRunning, .max_batch_tokens = 256},
-                make_proposer(so, *model));
-  std::vector<std::vector<int32_t>> spec(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    engine.add_request(prompts[i], greedy, [&spec, i](const RequestOutput& o) {
-      spec[i].insert(spec[i].end(), o.token_ids.begin(), o.token_ids.end());
-    });
-  }
-  while (engine.step()) {
-  }
-  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(spec[i], plain[i]) << "prompt " << i;
-  EXPECT_GT(engine.spec_metrics().num_drafts, 0);
-  std::printf("%s: tau %.3f over %lld rounds\n", GetParam().c_str(), engine.spec_metrics().mean_acceptance_length(),
-              static_cast<long long>(engine.spec_metrics().num_drafts));
+  auto check = [&](const EngineOptions& options, const char* schedule) {
+    Engine engine(*model, tokenizer, options, make_proposer(so, *model));
+    std::vector<std::vector<int32_t>> spec(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      engine.add_request(prompts[i], greedy, [&spec, i](const RequestOutput& o) {
+        spec[i].insert(spec[i].end(), o.token_ids.begin(), o.token_ids.end());
+      });
+    }
+    while (engine.step()) {
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(spec[i], plain[i]) << schedule << ", prompt " << i;
+    EXPECT_GT(engine.spec_metrics().num_drafts, 0) << schedule;
+    std::printf("%s, %s: tau %.3f over %lld rounds, mean verified length %.2f\n", GetParam().c_str(), schedule,
+                engine.spec_metrics().mean_acceptance_length(), static_cast<long long>(engine.spec_metrics().num_drafts),
+                engine.schedule_metrics().mean_verified_length());
+  };
+  check(EngineOptions{.max_running = kMaxRunning, .max_batch_tokens = 256}, "fixed");
+  // Each extra token adds 5% to a step: long prefixes for one request, shorter as more run.
+  std::vector<double> sps(256);
+  for (size_t b = 0; b < sps.size(); ++b) sps[b] = 1.0 / (1.0 + 0.05 * static_cast<double>(b));
+  EngineOptions adaptive{.max_running = kMaxRunning, .max_batch_tokens = 256};
+  adaptive.spec_schedule = SpecSchedule::kAdaptive;
+  adaptive.step_cost = std::make_shared<StepCostTable>(std::move(sps));
+  check(adaptive, "adaptive");
 }
 
 INSTANTIATE_TEST_SUITE_P(Proposers, ShippedModelsLossless,
