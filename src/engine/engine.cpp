@@ -216,27 +216,18 @@ void Engine::propose_drafts() {
   }
 }
 
-double Engine::measured_acceptance(size_t position) const {
-  // The acceptance rate measured so far at this position, given that the previous ones
-  // survived (Laplace-smoothed so early rounds explore). Not accepted / drafted: that is
-  // already the survival through this position, and multiplying those compounds it.
-  const auto& m = spec_metrics_;
-  const double accepted =
-      position < m.accepted_per_position.size() ? static_cast<double>(m.accepted_per_position[position]) : 0;
-  const double reached =
-      position < m.reached_per_position.size() ? static_cast<double>(m.reached_per_position[position]) : 0;
-  return (accepted + 1.0) / (reached + 2.0);
-}
-
 double Engine::acceptance_estimate(size_t position) const {
-  // Until a position has been verified often enough, assume its drafts survive
-  // (optimistic), so that drafting at a busy start still gathers the measurements. The
-  // drafter budget and the admission must agree on this: a budget that drafts positions
-  // the admission then never verifies would pay for the drafter and never measure it.
+  // The pass rate measured at this position (accepted once every earlier draft was; not
+  // accepted / drafted, which is already the survival through it and would compound in
+  // the product). Until a position has been reached often enough, assume its drafts
+  // survive (optimistic), so that drafting at a busy start still gathers the
+  // measurements. The drafter budget and the admission must agree on this: a budget that
+  // drafts positions the admission then never verifies would pay for the drafter and
+  // never measure it.
   constexpr int64_t kMinObservations = 32;
   const auto& reached = spec_metrics_.reached_per_position;
   const bool measured = position < reached.size() && reached[position] >= kMinObservations;
-  return measured ? measured_acceptance(position) : 1.0;
+  return measured ? spec_metrics_.position_pass_rate(static_cast<int32_t>(position)) : 1.0;
 }
 
 void Engine::expected_survival(std::vector<double>& out) const {

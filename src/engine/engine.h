@@ -30,6 +30,7 @@
 #include "model/kv_pool.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "spec/drafter_cost.h"
 #include "spec/prefix_scheduler.h"
 #include "spec/proposer.h"
 #include "spec/rejection_sampler.h"
@@ -124,9 +125,8 @@ class Engine {
   void choose_verified_lengths();
   // Survival estimates a_{r,1..n} for one request's drafts, into `out`.
   void survival_of(const Request& request, std::vector<double>& out) const;
-  double measured_acceptance(size_t position) const;
-  // Survival factor of a position for proposers without confidences: the measured
-  // acceptance once the position has enough observations, 1 before.
+  // Survival factor of a position for proposers without confidences: the measured pass
+  // rate once the position has enough observations, 1 before.
   double acceptance_estimate(size_t position) const;
   void expected_survival(std::vector<double>& out) const;
   void schedule();

@@ -21,36 +21,6 @@ double StepCostTable::sps(int64_t num_tokens) const {
   return 1.0 / (seconds_per_token * static_cast<double>(num_tokens));
 }
 
-DrafterCost::DrafterCost(int64_t max_requests) : seconds_(max_requests + 1, 0.0), samples_(max_requests + 1, 0) {}
-
-void DrafterCost::record(int64_t num_requests, double seconds) {
-  DSPARK_CHECK(num_requests >= 1 && num_requests < static_cast<int64_t>(seconds_.size()),
-               "drafter cost recorded for {} requests, outside 1..{}", num_requests, seconds_.size() - 1);
-  if (!warmed_up_) {
-    warmed_up_ = true;
-    return;
-  }
-  // Plain mean over the first samples, then a moving average that follows load changes
-  // (the machine's other work, longer contexts).
-  constexpr double kMinWeight = 0.05;
-  const int64_t n = ++samples_[num_requests];
-  const double weight = std::max(1.0 / static_cast<double>(n), kMinWeight);
-  seconds_[num_requests] += weight * (seconds - seconds_[num_requests]);
-}
-
-double DrafterCost::seconds(int64_t num_requests) const {
-  if (num_requests <= 0) return 0;
-  const int64_t size = static_cast<int64_t>(seconds_.size());
-  for (int64_t d = 0; d < size; ++d) {  // nearest measured R, the smaller one on ties
-    for (const int64_t r : {num_requests - d, num_requests + d}) {
-      if (r >= 1 && r < size && samples_[r] > 0) {
-        return seconds_[r] * static_cast<double>(num_requests) / static_cast<double>(r);
-      }
-    }
-  }
-  return 0;
-}
-
 namespace {
 
 // Φ: tokens per second of a step that verifies batch tokens and is expected to accept τ,
@@ -149,23 +119,20 @@ int32_t PrefixScheduler::expected_useful_drafts(int64_t num_requests, int32_t ma
   const double plain_phi = tau * cost.sps(batch);
   double best_phi = step_rate(tau, batch, cost, draft_seconds);
   int32_t useful = 0;
-  bool dropped = false;
-  for (int32_t n = 1; n <= max_drafts && !dropped; ++n) {
+  // Drafting must beat plain decoding, which pays no drafter.
+  auto verdict = [&] { return best_phi >= plain_phi ? useful : 0; };
+  for (int32_t n = 1; n <= max_drafts; ++n) {
     const double s = expected_survival[static_cast<size_t>(n - 1)];
     for (int64_t r = 0; r < num_requests; ++r) {
       ++batch;
       tau += s;
       const double phi = step_rate(tau, batch, cost, draft_seconds);
-      if (phi < best_phi) {
-        dropped = true;
-        break;
-      }
+      if (phi < best_phi) return verdict();
       best_phi = phi;
       useful = n;
     }
   }
-  // Drafting must beat plain decoding, which pays no drafter.
-  return useful > 0 && best_phi >= plain_phi ? useful : 0;
+  return verdict();
 }
 
 }  // namespace dspark

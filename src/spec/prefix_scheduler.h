@@ -52,26 +52,6 @@ class StepCostTable {
   std::vector<double> sps_;  // [max_tokens]
 };
 
-// The drafter's wall time per step as a function of the number of drafting requests R,
-// measured online (an exponential moving average per R). The drafter runs before the
-// scheduler and its time is not in SPS(B): the drafter budget and the admission take it
-// as the step's overhead t_o.
-// An R never measured is estimated from the nearest measured one, scaled linearly in R;
-// before any measurement the cost is taken as zero (so the drafter runs and gets measured).
-// The very first call is not recorded: it pays one-time costs (first touch of buffers,
-// kernel set-up) that would otherwise stop drafting for good.
-class DrafterCost {
- public:
-  explicit DrafterCost(int64_t max_requests = 0);
-  void record(int64_t num_requests, double seconds);
-  double seconds(int64_t num_requests) const;
-
- private:
-  std::vector<double> seconds_;   // [max_requests + 1] moving average at R
-  std::vector<int64_t> samples_;  // [max_requests + 1]
-  bool warmed_up_ = false;
-};
-
 struct PrefixSchedulerOptions {
   // Keep searching past a drop in Φ (the biased variant). Only for tests that demonstrate
   // why the early stop matters; never set in the engine.
@@ -100,9 +80,9 @@ class PrefixScheduler {
   // online): the longest prefix that choose() would admit for R identical requests with
   // that survival and the drafter's time draft_seconds as t_o (greedy by survival,
   // stopping at the first drop of Φ) — or 0 when that plan yields fewer tokens per second
-  // than plain decoding, which pays no drafter (R·SPS(R)). Unlike max_useful_drafts this is an estimate,
-  // not a bound: it keeps the drafter from running when the machine is too busy for its
-  // drafts to pay for themselves.
+  // than plain decoding, which pays no drafter (R·SPS(R)). Unlike max_useful_drafts this
+  // is an estimate, not a bound: it keeps the drafter from running when the machine is
+  // too busy for its drafts to pay for themselves.
   static int32_t expected_useful_drafts(int64_t num_requests, int32_t max_drafts,
                                         std::span<const double> expected_survival, const StepCostTable& cost,
                                         double draft_seconds = 0);

@@ -83,11 +83,23 @@ std::vector<std::vector<int32_t>> plain_reference(const std::vector<std::vector<
   return out;
 }
 
+// The set-up most engine tests share: n prompts, their plain greedy reference of
+// max_tokens tokens, and the target with its tokenizer.
+struct GreedyCase {
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::vector<int32_t>> reference;
+  std::unique_ptr<Transformer> model;
+  Tokenizer tok;
+};
+
+GreedyCase greedy_case(int num_prompts, int64_t max_tokens) {
+  auto ps = prompts(num_prompts);
+  auto reference = plain_reference(ps, max_tokens);
+  return {std::move(ps), std::move(reference), load(models().target_dir), Tokenizer::from_dir(models().target_dir)};
+}
+
 TEST(Engine, BatchedChunkedAndPreemptedGreedyEqualsAlone) {
-  const auto ps = prompts(12);
-  const auto reference = plain_reference(ps, 24);
-  auto model = load(models().target_dir);
-  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  auto [ps, reference, model, tok] = greedy_case(12, 24);
   // Small chunks and a small KV pool: chunked prefill interleaves with decodes, and
   // requests get preempted and recomputed.
   EngineOptions o{.max_running = 6, .max_batch_tokens = 20, .prefill_chunk = 7, .block_size = 4, .num_kv_blocks = 70};
@@ -97,10 +109,7 @@ TEST(Engine, BatchedChunkedAndPreemptedGreedyEqualsAlone) {
 }
 
 TEST(Engine, NgramSpeculationIsLosslessGreedy) {
-  const auto ps = prompts(12);
-  const auto reference = plain_reference(ps, 24);
-  auto model = load(models().target_dir);
-  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  auto [ps, reference, model, tok] = greedy_case(12, 24);
   Engine engine(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
                 std::make_unique<NgramProposer>(NgramOptions{1, 4, 6}));
   EXPECT_EQ(run_all(engine, ps, greedy(24)), reference);
@@ -108,10 +117,7 @@ TEST(Engine, NgramSpeculationIsLosslessGreedy) {
 }
 
 TEST(Engine, DraftModelSpeculationIsLosslessGreedy) {
-  const auto ps = prompts(10);
-  const auto reference = plain_reference(ps, 20);
-  auto model = load(models().target_dir);
-  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  auto [ps, reference, model, tok] = greedy_case(10, 20);
   DraftModelOptions d{.num_speculative_tokens = 5, .max_running = 4, .block_size = 4};
   Engine engine(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
                 std::make_unique<DraftModelProposer>(load(models().draft_dir, 4), d));
@@ -257,10 +263,7 @@ std::unique_ptr<DraftModelProposer> self_drafter() {
 }
 
 TEST(Engine, AdaptiveScheduleKeepsGreedyOutputAndFollowsTheCostTable) {
-  const auto ps = prompts(8);
-  const auto reference = plain_reference(ps, 20);
-  auto model = load(models().target_dir);
-  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  auto [ps, reference, model, tok] = greedy_case(8, 20);
   auto run = [&](std::vector<double> sps) {
     Engine engine(*model, tok, adaptive_options(std::move(sps)), self_drafter());
     EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
@@ -285,10 +288,7 @@ TEST(Engine, AdaptiveScheduleVerifiesUnmeasuredPositionsOfProposersWithoutConfid
   // the budget keeps drafting what the admission never verifies and nothing is measured.
   // Here an admission that priced unmeasured drafts at 1/2 would verify none of them:
   // with 4 requests, 4 · SPS(4) = 1.29 beats 4.5 · SPS(5) = 1.18.
-  const auto ps = prompts(8);
-  const auto reference = plain_reference(ps, 20);
-  auto model = load(models().target_dir);
-  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  auto [ps, reference, model, tok] = greedy_case(8, 20);
   Engine engine(*model, tok, adaptive_options(affine_sps(1.0, 0.7)), self_drafter());
   EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
   EXPECT_GT(engine.schedule_metrics().mean_verified_length(), 1.0);
@@ -326,10 +326,7 @@ TEST(Engine, AdaptiveScheduleMultipliesMeasuredPassRates) {
   // 1..4 requests verifies all 4 drafts. Multiplying the measured survival through each
   // position (0.8, 0.64, ...) instead of the pass rate at it would compound it (0.8, 0.51,
   // 0.26, 0.11) and cut the plans to 2–3 drafts once the positions are measured.
-  const auto ps = prompts(8);
-  const auto reference = plain_reference(ps, 60);
-  auto model = load(models().target_dir);
-  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  auto [ps, reference, model, tok] = greedy_case(8, 60);
   Engine engine(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), std::make_unique<NoisyProposer>(self_drafter()));
   EXPECT_EQ(run_all(engine, ps, greedy(60)), reference);
   const SpecDecodeMetrics& m = engine.spec_metrics();
@@ -363,10 +360,7 @@ class SlowProposer final : public Proposer {
 };
 
 TEST(Engine, AdaptiveScheduleStopsDraftingWhenTheDrafterCostsMoreThanItSaves) {
-  const auto ps = prompts(8);
-  const auto reference = plain_reference(ps, 40);
-  auto model = load(models().target_dir);
-  const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
+  auto [ps, reference, model, tok] = greedy_case(8, 40);
   // The cost table says 10 ms per step, +10% per extra token. The target drafts for itself,
   // so every draft is accepted and verifying four of them is worth 5 tokens a step.
   const std::vector<double> sps = affine_sps(100.0, 0.1);

@@ -152,29 +152,6 @@ TEST(PrefixScheduler, ExpectedUsefulDraftsPaysForTheDrafter) {
   EXPECT_THROW(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, -1.0), Error);
 }
 
-TEST(DrafterCost, AveragesPerRequestCountAndScalesToTheNearestMeasured) {
-  DrafterCost cost(8);
-  EXPECT_EQ(cost.seconds(3), 0.0);  // nothing measured: free, so the drafter runs and is measured
-  cost.record(2, 5.0);              // the first call (one-time set-up) is not counted
-  EXPECT_EQ(cost.seconds(2), 0.0);
-  cost.record(2, 0.010);
-  cost.record(2, 0.020);
-  EXPECT_DOUBLE_EQ(cost.seconds(2), 0.015);
-  EXPECT_DOUBLE_EQ(cost.seconds(1), 0.0075);  // linear in R from R = 2
-  EXPECT_DOUBLE_EQ(cost.seconds(8), 0.060);
-  cost.record(6, 0.030);
-  EXPECT_DOUBLE_EQ(cost.seconds(5), 0.025);  // nearest measured: 6
-  EXPECT_DOUBLE_EQ(cost.seconds(4), 0.030);  // 2 and 6 equally near: the smaller
-  EXPECT_EQ(cost.seconds(0), 0.0);
-  // After many samples the average moves by a fixed fraction (0.05) toward a new value.
-  DrafterCost slow(1);
-  for (int i = 0; i < 41; ++i) slow.record(1, 1.0);
-  slow.record(1, 2.0);
-  EXPECT_DOUBLE_EQ(slow.seconds(1), 1.05);
-  EXPECT_THROW(slow.record(2, 1.0), Error);
-  EXPECT_THROW(slow.record(0, 1.0), Error);
-}
-
 // The paper's counterexample, run as a sampling experiment through the real scheduler and
 // rejection sampler. Vocabulary {A, B}; target p = (0.7, 0.3) at every position; draft
 // q = (0.5, 0.5); c1 = 0.8; c2 = 0.9 if x1 = A else 0; SPS = 1, 0.5, 0.45. The first

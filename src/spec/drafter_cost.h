@@ -1,0 +1,30 @@
+// DrafterCost: the drafter's measured wall time per step, which the adaptive schedule
+// (spec/prefix_scheduler.h) takes as a step's overhead t_o.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace dspark {
+
+// The drafter's wall time per step as a function of the number of drafting requests R,
+// measured online (an exponential moving average per R). The drafter runs before the
+// scheduler and its time is not in SPS(B): the drafter budget and the admission take it
+// as the step's overhead t_o.
+// An R never measured is estimated from the nearest measured one, scaled linearly in R;
+// before any measurement the cost is taken as zero (so the drafter runs and gets measured).
+// The very first call is not recorded: it pays one-time costs (first touch of buffers,
+// kernel set-up) that would otherwise stop drafting for good.
+class DrafterCost {
+ public:
+  explicit DrafterCost(int64_t max_requests = 0);
+  void record(int64_t num_requests, double seconds);
+  double seconds(int64_t num_requests) const;
+
+ private:
+  std::vector<double> seconds_;   // [max_requests + 1] moving average at R
+  std::vector<int64_t> samples_;  // [max_requests + 1]
+  bool warmed_up_ = false;
+};
+
+}  // namespace dspark
