@@ -1,6 +1,8 @@
 // One target forward step of a ~30M-parameter Llama-shaped model (random weights):
 // 1 token (plain decode) and 9 tokens (anchor + 8 drafts, a verification step), with a
-// KV history of 128 positions. Alongside, the machine's read bandwidth is measured in the
+// KV history of 128 positions, for each matmul path this CPU has: bf16 weights under the
+// ISA caps avx2 (fma256), avx512 (fma512) and the best level (what `auto` picks), int8
+// weights (vnni512), and f32 (oneDNN). Alongside, the machine's read bandwidth is measured in the
 // same run, so the roofline fraction (weight bytes / bandwidth vs step time) compares
 // like with like on a noisy machine.
 //
@@ -10,9 +12,11 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <string>
 
 #include "core/aligned_buffer.h"
 #include "core/threads.h"
+#include "kernels/isa.h"
 #include "model/block_allocator.h"
 #include "model/kv_pool.h"
 #include "model/transformer.h"
@@ -30,7 +34,7 @@ struct Fixture {
   BlockAllocator allocator{64};
   BlockTable table;
 
-  explicit Fixture(DType compute) {
+  Fixture(DType compute, Isa isa, WeightQuantization quantization) {
     testing::TinyModelSpec spec;
     spec.model_type = "llama";
     spec.vocab_size = 8192;
@@ -46,8 +50,12 @@ struct Fixture {
     static const auto dir = testing::write_tiny_model(spec, testing::make_temp_dir("decode-bench"));
     TransformerOptions opts;
     opts.compute = compute;
+    opts.quantization = quantization;
+    const Isa saved = active_isa();
+    set_active_isa(isa);  // the kernels are chosen at construction
     opts.max_batch_tokens = 128;
     model = Transformer::load(dir, opts);
+    set_active_isa(saved);
     kv = std::make_unique<KvPool>(model->config(), KvPoolOptions{64, 16, DType::kF32});
     table.reserve(kHistory + kMaxStep, 16, allocator);
     std::vector<int32_t> prompt(kHistory);
@@ -65,28 +73,55 @@ struct Fixture {
   }
 };
 
-Fixture& fixture(DType compute) {
-  static Fixture bf16(DType::kBF16);
-  static Fixture f32(DType::kF32);
-  return compute == DType::kBF16 ? bf16 : f32;
+// Matmul paths, by benchmark argument 0.
+struct Path {
+  const char* name;
+  DType compute;
+  Isa isa;
+  WeightQuantization quantization;
+};
+const Path kPaths[] = {
+    {"bf16 best", DType::kBF16, best_isa(), WeightQuantization::kNone},
+    {"bf16 avx2", DType::kBF16, Isa::kAvx2, WeightQuantization::kNone},
+    {"bf16 avx512", DType::kBF16, Isa::kAvx512, WeightQuantization::kNone},
+    {"int8 vnni", DType::kBF16, Isa::kVnni, WeightQuantization::kInt8},
+    {"f32 onednn", DType::kF32, best_isa(), WeightQuantization::kNone},
+};
+
+Fixture* fixture(int64_t path) {
+  static std::unique_ptr<Fixture> fixtures[std::size(kPaths)];
+  const Path& p = kPaths[path];
+  if (!isa_supported(p.isa)) return nullptr;
+  if (!fixtures[path]) fixtures[path] = std::make_unique<Fixture>(p.compute, p.isa, p.quantization);
+  return fixtures[path].get();
 }
 
-void step_benchmark(benchmark::State& state, DType compute) {
-  Fixture& f = fixture(compute);
-  const int64_t n = state.range(0);
-  for (auto _ : state) f.step(n);
-  const double bytes = static_cast<double>(f.model->weight_bytes());
+// args: path (kPaths), tokens in the step.
+void BM_Step(benchmark::State& state) {
+  Fixture* f = fixture(state.range(0));
+  if (f == nullptr) {
+    state.SkipWithError("this CPU lacks the ISA of this path");
+    return;
+  }
+  const int64_t n = state.range(1);
+  state.SetLabel(std::string(kPaths[state.range(0)].name) + " (" + f->model->matmul_kernel() + ")");
+  for (auto _ : state) f->step(n);
+  const double bytes = static_cast<double>(f->model->weight_bytes());
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate,
                                                      benchmark::Counter::kIs1000);
   state.counters["weight_MB"] = bytes / 1e6;
   state.counters["threads"] = num_threads();
 }
-
-void BM_StepBf16(benchmark::State& state) { step_benchmark(state, DType::kBF16); }
-void BM_StepF32(benchmark::State& state) { step_benchmark(state, DType::kF32); }
-BENCHMARK(BM_StepBf16)->Arg(1)->Arg(9)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond)->MinTime(1.0);
-BENCHMARK(BM_StepF32)->Arg(1)->Arg(9)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_Step)
+    ->ArgNames({"path", "tokens"})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 9, 16}})
+    ->Args({4, 1})
+    ->Args({4, 9})
+    ->Args({0, 64})
+    ->Args({3, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
 
 // Streaming read with the same OpenMP threads: the decode roofline's bandwidth. Two sizes:
 // 64 MB (about the model's weights, which may stay in a large last-level cache across

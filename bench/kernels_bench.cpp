@@ -20,9 +20,11 @@
 #include "core/rng.h"
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
+#include "kernels/isa.h"
 #include "kernels/linear.h"
 #include "kernels/norm.h"
 #include "kernels/packed_bf16_gemm.h"
+#include "kernels/packed_int8_gemm.h"
 #include "kernels/sampling.h"
 
 namespace dspark {
@@ -35,21 +37,41 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
   return v;
 }
 
-// 0: Linear kAuto bf16 (the packed kernel, AMX where available), 1: packed kernel forced to
-// AVX-512 BF16, 2: Linear kOneDnn bf16 (capped at AVX-512 BF16), 3: Linear kOneDnn f32.
-enum class Kind { kPackedBest, kPackedAvx512, kOneDnnBf16, kOneDnnF32 };
+// 0: Linear kAuto bf16 (the kernel best_bf16_kernel() picks), 1-4: the packed bf16 kernels
+// fma256, fma512, dpbf16, amx, 5: int8 weights (vnni512), 6: Linear kOneDnn bf16 (capped at
+// AVX-512 BF16), 7: Linear kOneDnn f32. Kinds the CPU lacks are skipped.
+enum class Kind { kPackedBest, kFma256, kFma512, kDpbf16, kAmx, kInt8, kOneDnnBf16, kOneDnnF32 };
+
+Bf16Kernel bf16_kernel_of(Kind kind) {
+  switch (kind) {
+    case Kind::kFma256: return Bf16Kernel::kFma256;
+    case Kind::kFma512: return Bf16Kernel::kFma512;
+    case Kind::kDpbf16: return Bf16Kernel::kDpbf16;
+    case Kind::kAmx: return Bf16Kernel::kAmx;
+    default: return Bf16Kernel::kBest;
+  }
+}
+
+bool kind_available(Kind kind) {
+  if (kind == Kind::kInt8) return isa_allowed(Isa::kVnni);
+  const Bf16Kernel k = bf16_kernel_of(kind);
+  return k == Bf16Kernel::kBest || isa_allowed(bf16_kernel_isa(k));
+}
 
 // One weight matrix behind a uniform call: forward(x, y, rows).
 class LinearCase {
  public:
-  LinearCase(Kind kind, const std::vector<float>& w, int64_t out, int64_t in, int64_t max_rows) : in_(in) {
-    if (kind == Kind::kPackedAvx512) {
-      gemm_ = std::make_unique<PackedBf16Gemm>(w.data(), out, in, std::span<const float>{}, PackedIsa::kAvx512);
-      x_ = AlignedBuffer(static_cast<size_t>(PackedBf16Gemm::padded_rows(max_rows) * gemm_->padded_in()) * 2);
+  LinearCase(Kind kind, const std::vector<float>& w, int64_t out, int64_t in, int64_t max_rows) {
+    if (bf16_kernel_of(kind) != Bf16Kernel::kBest) {
+      gemm_ = std::make_unique<PackedBf16Gemm>(w.data(), out, in, std::span<const float>{}, max_rows,
+                                               bf16_kernel_of(kind));
       return;
     }
     LinearOptions options{kind == Kind::kOneDnnF32 ? DType::kF32 : DType::kBF16, max_rows,
-                          kind == Kind::kPackedBest ? LinearBackend::kPackedBf16 : LinearBackend::kOneDnn};
+                          kind == Kind::kPackedBest ? LinearBackend::kPackedBf16
+                          : kind == Kind::kInt8     ? LinearBackend::kPackedInt8
+                                                    : LinearBackend::kOneDnn,
+                          kind == Kind::kInt8 ? WeightQuantization::kInt8 : WeightQuantization::kNone};
     linear_ = std::make_unique<Linear>(w, out, in, std::span<const float>{}, options);
   }
   size_t weight_bytes() const { return gemm_ ? gemm_->weight_bytes() : linear_->weight_bytes(); }
@@ -58,17 +80,12 @@ class LinearCase {
   }
   void forward(const float* x, float* y, int64_t rows) {
     if (linear_) return linear_->forward(x, y, rows);
-    uint16_t* xb = x_.as<uint16_t>();
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = 0; k < in_; ++k) xb[r * gemm_->padded_in() + k] = float_to_bf16(x[r * in_ + k]);
-    gemm_->multiply(xb, y, rows);
+    gemm_->multiply(x, y, rows);
   }
 
  private:
-  int64_t in_;
   std::unique_ptr<Linear> linear_;
   std::unique_ptr<PackedBf16Gemm> gemm_;
-  AlignedBuffer x_;
 };
 
 // args: kind, out, in, M, stream (0 = hot, 1 = cycle through >= 32 MB of copies)
@@ -76,6 +93,10 @@ void BM_Linear(benchmark::State& state) {
   const auto kind = static_cast<Kind>(state.range(0));
   const int64_t out = state.range(1), in = state.range(2), rows = state.range(3);
   const bool stream = state.range(4) != 0;
+  if (!kind_available(kind)) {
+    state.SkipWithError("kernel not available on this CPU / ISA cap");
+    return;
+  }
   const auto w = random_floats(static_cast<size_t>(out * in), 1);
   std::vector<std::unique_ptr<LinearCase>> copies;
   copies.push_back(std::make_unique<LinearCase>(kind, w, out, in, 64));
@@ -128,7 +149,7 @@ BENCHMARK(BM_ReadBandwidth)->ArgName("MB")->Arg(1)->Arg(32)->UseRealTime()->Comp
 void linear_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"kind", "out", "in", "M", "stream"});
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{512, 512}, {1536, 512}, {3072, 512}, {512, 1536}, {8192, 512}};
-  for (int64_t kind : {0, 1, 2, 3})
+  for (int64_t kind : {0, 1, 2, 3, 4, 5, 6, 7})
     for (auto [out, in] : shapes) {
       for (int64_t m : {1, 9, 64}) b->Args({kind, out, in, m, 0});
       b->Args({kind, out, in, 1, 1});

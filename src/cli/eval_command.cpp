@@ -77,6 +77,7 @@ void run_eval(EvalArgs& args) {
   DSPARK_CHECK(!args.datasets.empty(), "give at least one --dataset");
   args.speculator.max_running = 1;
   args.speculator.compute = parse_dtype(args.model.dtype);
+  args.speculator.quantization = parse_quantization(args.model.quantization);
   args.speculator.target_model_dir = args.model.model_dir;
   LoadedModel loaded = load_model(args.model, 1, speculator_capture_layers(args.speculator));
   auto proposer = make_proposer(args.speculator, *loaded.model);

@@ -46,6 +46,7 @@ void print_stats(const char* label, const GenerationResult& r) {
 void run_generate(GenerateArgs& args) {
   args.speculator.max_running = 1;
   args.speculator.compute = parse_dtype(args.model.dtype);
+  args.speculator.quantization = parse_quantization(args.model.quantization);
   args.speculator.target_model_dir = args.model.model_dir;
   LoadedModel loaded = load_model(args.model, 1, speculator_capture_layers(args.speculator));
   const std::string prompt = args.prompt_file.empty() ? args.prompt : read_file(args.prompt_file);

@@ -12,6 +12,9 @@
 #include "core/clock.h"
 #include "core/threads.h"
 #include "engine/step_profile.h"
+#include "kernels/isa.h"
+#include "kernels/packed_bf16_gemm.h"
+#include "kernels/packed_int8_gemm.h"
 
 namespace dspark::cli {
 
@@ -19,6 +22,13 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
   cmd->add_option("--model", a.model_dir, "Hugging Face model directory")->required();
   cmd->add_option("--dtype", a.dtype, "Compute dtype: bf16 or f32")->capture_default_str();
   cmd->add_option("--kv-dtype", a.kv_dtype, "KV cache dtype: f32 or bf16")->capture_default_str();
+  cmd->add_option("--isa", a.isa,
+                  "Kernel ISA: auto, avx2, avx512, avx512bf16, vnni or amx (a cap; DSPARK_ISA when auto)")
+      ->check(CLI::IsMember({"auto", "avx2", "avx512", "avx512bf16", "vnni", "amx"}))
+      ->capture_default_str();
+  cmd->add_option("--quantization", a.quantization, "Matmul weights: none or int8 (quantized at load)")
+      ->check(CLI::IsMember({"none", "int8"}))
+      ->capture_default_str();
   cmd->add_option("--threads", a.threads, "Threads (0 = OpenMP default)")->capture_default_str();
   cmd->add_option("--max-model-len", a.max_model_len, "Context length (0 = the model's)")->capture_default_str();
   cmd->add_option("--max-batch-tokens", a.max_batch_tokens, "Tokens per forward pass (prefill chunk)")
@@ -55,12 +65,29 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
   cmd->add_option("--ngram-max", s.ngram_max, "N-gram: longest tail tried first")->capture_default_str();
 }
 
+void apply_isa(const ModelArgs& a) {
+  static bool printed = false;
+  if (a.isa != "auto") set_active_isa(parse_isa(a.isa));
+  const WeightQuantization quantization = parse_quantization(a.quantization);
+  if (quantization == WeightQuantization::kInt8) best_int8_kernel();  // a clear error when not supported
+  if (printed) return;
+  printed = true;
+  const std::string matmul = quantization == WeightQuantization::kInt8
+                                 ? std::string(int8_kernel_name(best_int8_kernel()))
+                                 : std::string(bf16_kernel_name(best_bf16_kernel()));
+  fmt::print(stderr, "kernels: isa {} (cpu best {}), matmul {} ({} weights)\n", isa_name(active_isa()),
+             isa_name(best_isa()), a.dtype == "f32" && quantization == WeightQuantization::kNone ? "onednn" : matmul,
+             quantization == WeightQuantization::kInt8 ? "int8" : a.dtype);
+}
+
 LoadedModel load_model(const ModelArgs& a, int64_t max_sequences, std::vector<int32_t> capture_layers) {
   if (a.threads > 0) set_num_threads(a.threads);
+  apply_isa(a);
   const std::filesystem::path dir(a.model_dir);
   DSPARK_CHECK(std::filesystem::is_directory(dir), "model directory '{}' does not exist", a.model_dir);
   TransformerOptions options;
   options.compute = parse_dtype(a.dtype);
+  options.quantization = parse_quantization(a.quantization);
   options.max_batch_tokens = a.max_batch_tokens;
   options.max_sequences = max_sequences;
   options.max_model_len = a.max_model_len;

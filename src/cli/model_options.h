@@ -21,6 +21,8 @@ struct ModelArgs {
   std::string model_dir;
   std::string dtype = "bf16";      // matmul compute dtype
   std::string kv_dtype = "f32";    // KV cache storage
+  std::string isa = "auto";        // kernel ISA cap (auto = the best this CPU has, or DSPARK_ISA)
+  std::string quantization = "none";  // matmul weights: none (the compute dtype) or int8
   int threads = 0;                 // 0 = OpenMP default
   int64_t max_model_len = 0;       // 0 = the model's
   int64_t max_batch_tokens = 256;  // tokens per forward (prefill chunk)
@@ -37,7 +39,10 @@ void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_generation_options(CLI::App* cmd, GenerationOptions& options);
 void add_speculator_options(CLI::App* cmd, SpeculatorOptions& options);
 
-// Applies the thread count, then loads model and tokenizer (clear errors for a missing
+// Applies the ISA cap (--isa) once per process and prints which kernels run (one line).
+void apply_isa(const ModelArgs& args);
+
+// Applies the thread count and the ISA cap, then loads model and tokenizer (clear errors for a missing
 // directory or unsupported model). capture_layers: target layers whose hidden states every
 // forward returns (a block drafter's, from speculator_capture_layers()).
 LoadedModel load_model(const ModelArgs& args, int64_t max_sequences, std::vector<int32_t> capture_layers = {});

@@ -15,7 +15,9 @@
 #include "core/check.h"
 #include "core/threads.h"
 #include "engine/engine_loop.h"
+#include "kernels/isa.h"
 #include "server/http_server.h"
+#include "server/server_metrics.h"
 
 namespace dspark::cli {
 namespace {
@@ -58,6 +60,7 @@ void run_serve(ServeArgs& args) {
 
   args.speculator.max_running = args.max_running;
   args.speculator.compute = parse_dtype(args.model.dtype);
+  args.speculator.quantization = parse_quantization(args.model.quantization);
   args.speculator.target_model_dir = args.model.model_dir;
   // A block drafter reads target hidden states: the target must capture its layers.
   LoadedModel loaded = load_model(args.model, args.max_running, speculator_capture_layers(args.speculator));
@@ -66,7 +69,8 @@ void run_serve(ServeArgs& args) {
                                                         proposer->num_speculative_tokens())
                                           : std::string("none");
 
-  ServerMetrics metrics;
+  ServerMetrics metrics({std::string(isa_name(active_isa())), loaded.model->matmul_kernel(),
+                         args.model.quantization == "int8" ? "int8" : args.model.dtype});
   EngineLoopOptions loop_options;
   loop_options.max_waiting = args.max_waiting;
   loop_options.on_finished = [&metrics](const FinishedRequest& r) { metrics.observe(r); };

@@ -142,8 +142,10 @@ StepCostTable measure_step_cost(Transformer& model, const StepProfileOptions& o)
 std::string step_profile_key(const std::filesystem::path& model_dir, const Transformer& model,
                              const StepProfileOptions& o) {
   // v2: tables smoothed by the faster measurement (older entries kept slow outliers).
+  // v3: the matmul kernel and weight quantization (ISA dispatch) are part of the key.
   std::ostringstream key;
-  key << "v2|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|' << num_threads() << '|'
+  key << "v3|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
+      << quantization_name(model.options().quantization) << '|' << model.matmul_kernel() << '|' << num_threads() << '|'
       << cpu_model_name() << '|' << o.max_tokens << '|' << o.context_length << '|' << o.tokens_per_sequence;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {

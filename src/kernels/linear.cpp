@@ -9,7 +9,9 @@
 
 #include "core/aligned_buffer.h"
 #include "core/check.h"
+#include "kernels/isa.h"
 #include "kernels/packed_bf16_gemm.h"
+#include "kernels/packed_int8_gemm.h"
 #include "kernels/simd.h"
 
 namespace dspark {
@@ -20,10 +22,12 @@ using Dt = memory::data_type;
 using Tag = memory::format_tag;
 
 // One CPU engine per process: engines are cheap to share and costly to create. Before it,
-// oneDNN is capped at AVX-512 BF16 (see linear.h: its AMX kernels are not batch invariant).
+// oneDNN is capped at AVX-512 BF16 (see linear.h: its AMX kernels are not batch invariant),
+// or at AVX2 when the process's ISA cap is avx2 (so `--isa avx2` runs no AVX-512 matmul).
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine = [] {
-    dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_bf16);  // fails harmlessly if too late
+    // Fails harmlessly if too late.
+    dnnl::set_max_cpu_isa(active_isa() == Isa::kAvx2 ? dnnl::cpu_isa::avx2 : dnnl::cpu_isa::avx512_core_bf16);
     return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return engine;
@@ -35,8 +39,9 @@ bool onednn_may_use_amx() {
   return dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx;
 }
 
-LinearBackend resolve(LinearBackend backend, DType compute) {
+LinearBackend resolve(LinearBackend backend, DType compute, WeightQuantization quantization) {
   if (backend != LinearBackend::kAuto) return backend;
+  if (quantization == WeightQuantization::kInt8) return LinearBackend::kPackedInt8;
   return compute == DType::kBF16 ? LinearBackend::kPackedBf16 : LinearBackend::kOneDnn;
 }
 
@@ -82,12 +87,12 @@ struct Linear::Impl {
   AlignedBuffer bias_values;           // [out]
   AlignedBuffer scratchpad;            // largest scratchpad of the primitives made so far
 
-  // kPackedBf16 ----------------------------------------------------------------------
-  std::optional<PackedBf16Gemm> custom;
+  // kPackedBf16, kPackedInt8 ----------------------------------------------------------
+  std::optional<PackedBf16Gemm> packed_bf16;
+  std::optional<PackedInt8Gemm> packed_int8;
 
-  // Both: x rounded to bf16, [max_rows (padded for the packed kernel), x_stride].
+  // kOneDnn bf16: x rounded to bf16, [max_rows, in].
   AlignedBuffer x_bf16;
-  int64_t x_stride = 0;
 
   Impl(std::span<const float> weight, int64_t out_features, int64_t in_features,
        std::span<const float> bias, const LinearOptions& opts)
@@ -102,13 +107,16 @@ struct Linear::Impl {
                  "Linear: compute dtype must be bf16 or f32, got {}", dtype_name(options.compute));
     DSPARK_CHECK(options.max_rows >= 1, "Linear: max_rows must be >= 1, got {}", options.max_rows);
 
-    options.backend = resolve(options.backend, options.compute);
+    options.backend = resolve(options.backend, options.compute, options.quantization);
+    DSPARK_CHECK((options.backend == LinearBackend::kPackedInt8) == (options.quantization == WeightQuantization::kInt8),
+                 "Linear: int8 weights go with backend kPackedInt8 and only with it");
+    if (options.backend == LinearBackend::kPackedInt8) {
+      packed_int8.emplace(quantize_int8_weights(weight.data(), out, in), bias, options.max_rows);
+      return;
+    }
     if (options.backend == LinearBackend::kPackedBf16) {
       DSPARK_CHECK(options.compute == DType::kBF16, "Linear: backend kPackedBf16 needs compute = bf16");
-      custom.emplace(weight.data(), out, in, bias);
-      x_stride = custom->padded_in();
-      x_bf16 = AlignedBuffer(static_cast<size_t>(PackedBf16Gemm::padded_rows(options.max_rows) * x_stride) *
-                             sizeof(uint16_t));
+      packed_bf16.emplace(weight.data(), out, in, bias, options.max_rows);
       return;
     }
 
@@ -119,7 +127,6 @@ struct Linear::Impl {
                  "LinearBackend::kPackedBf16 or set ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16");
     stream = dnnl::stream(engine);
     if (options.compute == DType::kBF16) {
-      x_stride = in;
       x_bf16 = AlignedBuffer(static_cast<size_t>(options.max_rows * in) * sizeof(uint16_t));
     }
     if (has_bias) {
@@ -212,22 +219,16 @@ struct Linear::Impl {
   void prepare(int64_t rows) {
     DSPARK_CHECK(rows >= 1 && rows <= options.max_rows, "Linear: num_rows {} outside [1, {}]", rows,
                  options.max_rows);
-    if (custom || by_rows[static_cast<size_t>(rows)].prim) return;
+    if (packed_bf16 || packed_int8 || by_rows[static_cast<size_t>(rows)].prim) return;
     make_primitive(rows, primitive_desc(rows));
   }
 
   void forward(const float* x, float* y, int64_t rows) {
     DSPARK_CHECK(rows >= 1 && rows <= options.max_rows, "Linear: num_rows {} outside [1, {}]", rows,
                  options.max_rows);
-    uint16_t* xb = x_bf16.as<uint16_t>();  // [rows, x_stride]
-    if (options.compute == DType::kBF16) {
-      // The padding columns of the packed kernel's input stay zero from allocation.
-      for (int64_t r = 0; r < rows; ++r) simd::f32_to_bf16(x + r * in, xb + r * x_stride, in);
-    }
-    if (custom) {
-      custom->multiply(xb, y, rows);
-      return;
-    }
+    if (packed_bf16) return packed_bf16->multiply(x, y, rows);
+    if (packed_int8) return packed_int8->multiply(x, y, rows);
+    if (options.compute == DType::kBF16) simd::f32_to_bf16(x, x_bf16.as<uint16_t>(), rows * in);
     RowsPrimitive& entry = by_rows[static_cast<size_t>(rows)];
     if (!entry.prim) make_primitive(rows, primitive_desc(rows));
     if (options.compute == DType::kF32) entry.src.set_data_handle(const_cast<float*>(x));
@@ -258,8 +259,25 @@ int64_t Linear::out_features() const { return impl_->out; }
 LinearBackend Linear::backend() const { return impl_->options.backend; }
 
 size_t Linear::weight_bytes() const {
-  if (impl_->custom) return impl_->custom->weight_bytes();
+  if (impl_->packed_bf16) return impl_->packed_bf16->weight_bytes();
+  if (impl_->packed_int8) return impl_->packed_int8->weight_bytes();
   return impl_->packed[0].desc.get_size();
+}
+
+std::string Linear::kernel_name() const {
+  if (impl_->packed_bf16) return std::string(bf16_kernel_name(impl_->packed_bf16->kernel()));
+  if (impl_->packed_int8) return std::string(int8_kernel_name(impl_->packed_int8->kernel()));
+  return "onednn";
+}
+
+std::string_view quantization_name(WeightQuantization q) {
+  return q == WeightQuantization::kInt8 ? "int8" : "none";
+}
+
+WeightQuantization parse_quantization(std::string_view name) {
+  if (name == "none") return WeightQuantization::kNone;
+  if (name == "int8") return WeightQuantization::kInt8;
+  DSPARK_FAIL("unknown quantization '{}' (expected none or int8)", name);
 }
 
 }  // namespace dspark

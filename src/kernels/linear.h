@@ -9,10 +9,15 @@
 //
 // Backends, each batch invariant on its own (one Linear never mixes them: their reduction
 // orders differ):
-//  - kPackedBf16 (what kAuto picks for bf16): a hand-written kernel on AMX tiles where the
-//    CPU has them, else AVX-512 BF16 (chosen once per process). Each output is one f32
+//  - kPackedBf16 (what kAuto picks for bf16): hand-written kernels for each ISA level
+//    (AVX2 / AVX-512 FMA on widened bf16, vdpbf16ps, AMX), one chosen per process under
+//    the ISA cap (kernels/isa.h, kernels/packed_bf16_gemm.h). Each output is one f32
 //    accumulator chain over k in a fixed order, so a row never depends on M or on the
-//    thread count. Near memory bandwidth at M = 1 (see kernels/packed_bf16_gemm.h).
+//    thread count. Near memory bandwidth at M = 1.
+//  - kPackedInt8 (what kAuto picks with quantization = kInt8): W quantized to int8 at
+//    construction (per row and 32 columns), x per row and 32 columns on the fly, integer
+//    dot products (kernels/packed_int8_gemm.h). Row r is exact integer work plus a fixed
+//    f32 order, so it never depends on M either; compute is ignored.
 //  - kOneDnn (what kAuto picks for f32): oneDNN matmul, one primitive per row count made
 //    on first use (or by prepare()), weights packed once in the layout oneDNN picks. For
 //    bf16, oneDNN's AMX kernels are not batch invariant (measured: they differ between
@@ -24,17 +29,25 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "core/dtype.h"
 
 namespace dspark {
 
-enum class LinearBackend : uint8_t { kAuto, kOneDnn, kPackedBf16 };
+enum class LinearBackend : uint8_t { kAuto, kOneDnn, kPackedBf16, kPackedInt8 };
+
+// How weights are stored for the product: as the compute dtype, or int8 with scales.
+enum class WeightQuantization : uint8_t { kNone, kInt8 };
+std::string_view quantization_name(WeightQuantization q);  // "none", "int8"
+WeightQuantization parse_quantization(std::string_view name);  // throws on anything else
 
 struct LinearOptions {
   DType compute = DType::kBF16;                 // kBF16 or kF32
   int64_t max_rows = 512;                       // largest M forward will be called with
   LinearBackend backend = LinearBackend::kAuto;  // kPackedBf16 needs compute = kBF16
+  WeightQuantization quantization = WeightQuantization::kNone;  // kInt8: backend kPackedInt8
 };
 
 class Linear {
@@ -58,6 +71,8 @@ class Linear {
   int64_t out_features() const;
   size_t weight_bytes() const;  // bytes of one packed copy of the weights (roofline reports)
   LinearBackend backend() const;  // the one in use (never kAuto)
+  // The kernel in use, e.g. "fma512", "amx", "vnni512", "onednn".
+  std::string kernel_name() const;
 
  private:
   struct Impl;

@@ -51,7 +51,7 @@ Transformer::Transformer(ModelConfig config, const WeightStore& store, const Tra
       max_model_len_(resolve_max_model_len(config_, options_)),
       lm_head_([&] {
         const std::vector<float> embedding = load_embedding(store, config_);
-        LinearOptions lo{options_.compute, options_.max_batch_tokens};
+        const LinearOptions lo{options_.compute, options_.max_batch_tokens, LinearBackend::kAuto, options_.quantization};
         if (options_.compute == DType::kF32) {
           embed_f32_ = embedding;
         } else {
@@ -71,7 +71,7 @@ Transformer::Transformer(ModelConfig config, const WeightStore& store, const Tra
       num_keys_(options_.max_batch_tokens),
       slots_(options_.max_batch_tokens),
       block_tables_(options_.max_sequences) {
-  const LinearOptions lo{options_.compute, options_.max_batch_tokens};
+  const LinearOptions lo{options_.compute, options_.max_batch_tokens, LinearBackend::kAuto, options_.quantization};
   layers_.reserve(config_.num_hidden_layers);
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) layers_.emplace_back(config_, store, l, lo);
   const int64_t norm_shape[1] = {config_.hidden_size};

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -34,6 +35,7 @@ namespace dspark {
 
 struct TransformerOptions {
   DType compute = DType::kBF16;         // matmul dtype: kBF16 or kF32
+  WeightQuantization quantization = WeightQuantization::kNone;  // kInt8: matmul weights int8 (at load)
   int64_t max_batch_tokens = 256;       // most tokens in one forward (prefill chunk included)
   int64_t max_sequences = 64;           // most sequences in one forward
   int64_t max_model_len = 0;            // longest sequence; 0 = max_position_embeddings
@@ -67,6 +69,8 @@ class Transformer {
   // Bytes of weights one decode step streams from memory (packed matmul weights + norms +
   // one embedding row), for roofline reports.
   size_t weight_bytes() const;
+  // The matmul kernel the weights run on (e.g. "fma512", "amx", "vnni512", "onednn").
+  std::string matmul_kernel() const { return lm_head_.kernel_name(); }
 
  private:
   void validate_batch(const ForwardBatch& batch, const KvPool& kv) const;

@@ -12,6 +12,8 @@ ServerMetrics::ServerMetrics()
       e2e_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 300.0,
             600.0}) {}
 
+ServerMetrics::ServerMetrics(KernelInfo kernels) : ServerMetrics() { kernels_ = std::move(kernels); }
+
 void ServerMetrics::observe(const FinishedRequest& r) {
   if (r.finish_reason == FinishReason::kCancelled || r.finish_reason == FinishReason::kError) return;
   const RequestTiming& t = r.timing;
@@ -47,6 +49,11 @@ std::string ServerMetrics::render(const EngineLoopStats& s) const {
   w.counter("dspark:spec_decode_context_seconds",
             "Wall time in the proposer's context updates (a drafter's projection of target hidden states).",
             s.schedule.context_seconds);
+  if (!kernels_.isa.empty()) {
+    w.family("dspark:kernel_info", "The kernels this process runs (value 1).", "gauge");
+    w.sample("dspark:kernel_info", 1.0,
+             {{"isa", kernels_.isa}, {"matmul", kernels_.matmul}, {"weights", kernels_.weights}});
+  }
   if (!s.step_cost.empty()) {
     w.family("dspark:step_cost_steps_per_second", "Profiled target steps per second for a batch of B tokens.", "gauge");
     for (size_t b = 0; b < s.step_cost.size(); ++b) {

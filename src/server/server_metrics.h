@@ -16,6 +16,7 @@
 //   dspark:time_to_first_token_seconds                 histogram  submit -> first token
 //   dspark:time_per_output_token_seconds               histogram  (e2e - TTFT) / (tokens - 1)
 //   dspark:e2e_request_latency_seconds                 histogram  submit -> finished
+//   dspark:kernel_info{isa,matmul,weights}             gauge    1: the kernels this process runs
 //
 // Latencies are observed for requests that finished with "stop" or "length" (cancelled
 // and failed ones would skew them). observe() may be called from any thread.
@@ -32,6 +33,13 @@ namespace dspark {
 class ServerMetrics {
  public:
   ServerMetrics();
+  // The labels of dspark:kernel_info (ISA cap, matmul kernel, weight format).
+  struct KernelInfo {
+    std::string isa;
+    std::string matmul;
+    std::string weights;
+  };
+  explicit ServerMetrics(KernelInfo kernels);
 
   void observe(const FinishedRequest& request);
   std::string render(const EngineLoopStats& stats) const;
@@ -41,6 +49,7 @@ class ServerMetrics {
   Histogram ttft_;
   Histogram tpot_;
   Histogram e2e_;
+  KernelInfo kernels_;
 };
 
 }  // namespace dspark

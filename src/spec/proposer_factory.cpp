@@ -58,6 +58,7 @@ std::unique_ptr<Proposer> make_proposer(const SpeculatorOptions& o, const Transf
   if (names_drafter(o)) return make_block_drafter(o, target);
   TransformerOptions to;
   to.compute = o.compute;
+  to.quantization = o.quantization;
   to.max_sequences = o.max_running;
   to.max_batch_tokens = std::max<int64_t>(target.options().max_batch_tokens, o.max_running);
   to.max_model_len = 0;

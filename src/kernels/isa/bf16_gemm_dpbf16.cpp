@@ -1,0 +1,95 @@
+// bf16 weights and inputs multiplied in pairs with AVX512_BF16 vdpbf16ps.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/bf16_round_avx512.h"
+
+namespace dspark::kernels {
+namespace {
+
+constexpr int kMaxRows = 6;  // 6 rows x 4 blocks = 24 accumulators (of 32 zmm)
+
+__mmask16 lane_mask(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// kRows x kBlocks outputs of one group: x [kRows, ldx] bf16; w: the group's packed tiles
+// ([chunks][kBlocks][16 kp][16][2]); y row stride ldy; the last block stores last_mask lanes.
+template <int kRows, int kBlocks>
+void tile(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t num_chunks, const float* bias, float* y,
+          int64_t ldy, __mmask16 last_mask) {
+  __m512 acc[kRows][kBlocks];
+  for (int r = 0; r < kRows; ++r)
+    for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
+  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+    const uint16_t* wc = w + ch * kBlocks * kBf16TileElems;
+    for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
+      __m512bh wv[kBlocks];
+      for (int b = 0; b < kBlocks; ++b)
+        wv[b] = (__m512bh)_mm512_loadu_si512(wc + b * kBf16TileElems + i * 2 * kBf16Block);
+      for (int r = 0; r < kRows; ++r) {
+        int32_t pair;
+        std::memcpy(&pair, x + r * ldx + ch * kBf16Chunk + 2 * i, sizeof(pair));
+        const __m512bh xv = (__m512bh)_mm512_set1_epi32(pair);
+        for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_dpbf16_ps(acc[r][b], xv, wv[b]);
+      }
+    }
+  }
+  for (int b = 0; b < kBlocks; ++b) {
+    const __m512 bv = _mm512_loadu_ps(bias + b * kBf16Block);
+    const __mmask16 m = b == kBlocks - 1 ? last_mask : static_cast<__mmask16>(0xffff);
+    for (int r = 0; r < kRows; ++r)
+      _mm512_mask_storeu_ps(y + r * ldy + b * kBf16Block, m, _mm512_add_ps(acc[r][b], bv));
+  }
+}
+
+using TileFn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, const float*, float*, int64_t,
+                        __mmask16);
+
+template <int kRows>
+TileFn tile_for_blocks(int64_t blocks) {
+  switch (blocks) {
+    case 1: return tile<kRows, 1>;
+    case 2: return tile<kRows, 2>;
+    case 3: return tile<kRows, 3>;
+    default: return tile<kRows, 4>;
+  }
+}
+
+TileFn tile_fn(int64_t rows, int64_t blocks) {
+  switch (rows) {
+    case 1: return tile_for_blocks<1>(blocks);
+    case 2: return tile_for_blocks<2>(blocks);
+    case 3: return tile_for_blocks<3>(blocks);
+    case 4: return tile_for_blocks<4>(blocks);
+    case 5: return tile_for_blocks<5>(blocks);
+    default: return tile_for_blocks<6>(blocks);
+  }
+}
+
+}  // namespace
+
+void bf16_gemm_dpbf16(const PackedBf16View& w, const float* x, uint16_t* scratch, float* y, int64_t rows) {
+  const int64_t ldx = w.padded_in;
+  for (int64_t r = 0; r < rows; ++r) bf16_round_row_avx512(x + r * w.in, scratch + r * ldx, w.in);
+  const int64_t num_chunks = w.padded_in / kBf16Chunk;
+  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
+  const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t g = 0; g < w.num_groups; ++g) {
+    const int64_t blocks = bf16_blocks_in_group(g, w.out);
+    const uint16_t* wg = w.tiles + g * group_elems;
+    const int64_t col = g * kBf16Group;
+    const int64_t valid_last = w.out - col - (blocks - 1) * kBf16Block;
+    // The group's weights (64 x in bf16) stay in L2 across the row tiles.
+    for (int64_t r = 0; r < rows; r += kMaxRows) {
+      const int64_t n = rows - r < kMaxRows ? rows - r : kMaxRows;
+      tile_fn(n, blocks)(scratch + r * ldx, ldx, wg, num_chunks, w.bias + col, y + r * w.out + col, w.out,
+                         lane_mask(valid_last));
+    }
+  }
+}
+
+}  // namespace dspark::kernels

@@ -1,0 +1,111 @@
+// bf16 weights widened to f32 and multiplied with 256-bit FMA (AVX2): the kernel for CPUs
+// without AVX-512. A 16-output block is two 8-lane halves; each tile keeps rows x 2
+// accumulators (of 16 ymm registers).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/isa/bf16_kernels.h"
+
+namespace dspark::kernels {
+namespace {
+
+constexpr int kMaxRows = 5;  // 5 rows x 2 halves = 10 accumulators
+
+float round_scalar(float f) {  // as float_to_bf16 then back
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) u |= 0x00400000u;
+  else u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+void round_row(const float* src, float* dst, int64_t n) {
+  const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(src + i);
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+    const __m256i quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    const __m256i bits = _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(rounded), _mm256_castsi256_ps(quiet), nan));
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_and_si256(bits, hi)));
+  }
+  for (; i < n; ++i) dst[i] = round_scalar(src[i]);
+}
+
+// kRows rows x one 16-output block. x: [kRows, ldx] f32; w: the block's tile of chunk 0
+// (chunk_stride bf16 between chunks); y row stride ldy; `valid` outputs stored (1..16).
+template <int kRows>
+void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t num_chunks,
+          const float* bias, float* y, int64_t ldy, int64_t valid) {
+  __m256 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+    const uint16_t* wc = w + ch * chunk_stride;
+    const float* xc = x + ch * kBf16Chunk;
+    for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
+      for (int h = 0; h < 2; ++h) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wc + i * 2 * kBf16Block + h * 16));
+        const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
+        for (int r = 0; r < kRows; ++r) {
+          acc[r][h] = _mm256_fmadd_ps(_mm256_broadcast_ss(xc + r * ldx + 2 * i), even, acc[r][h]);
+          acc[r][h] = _mm256_fmadd_ps(_mm256_broadcast_ss(xc + r * ldx + 2 * i + 1), odd, acc[r][h]);
+        }
+      }
+    }
+  }
+  const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
+  for (int r = 0; r < kRows; ++r) {
+    alignas(32) float out[16];
+    _mm256_store_ps(out, _mm256_add_ps(acc[r][0], b0));
+    _mm256_store_ps(out + 8, _mm256_add_ps(acc[r][1], b1));
+    std::memcpy(y + r * ldy, out, static_cast<size_t>(valid) * sizeof(float));
+  }
+}
+
+using TileFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, const float*, float*, int64_t,
+                        int64_t);
+
+TileFn tile_fn(int64_t rows) {
+  switch (rows) {
+    case 1: return tile<1>;
+    case 2: return tile<2>;
+    case 3: return tile<3>;
+    case 4: return tile<4>;
+    default: return tile<5>;
+  }
+}
+
+}  // namespace
+
+void bf16_gemm_fma256(const PackedBf16View& w, const float* x, float* scratch, float* y, int64_t rows) {
+  const int64_t ldx = w.padded_in;
+  for (int64_t r = 0; r < rows; ++r) round_row(x + r * w.in, scratch + r * ldx, w.in);
+  const int64_t num_chunks = w.padded_in / kBf16Chunk;
+  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
+  const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t g = 0; g < w.num_groups; ++g) {
+    const int64_t blocks = bf16_blocks_in_group(g, w.out);
+    const uint16_t* wg = w.tiles + g * group_elems;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t col = g * kBf16Group + b * kBf16Block;
+      const int64_t valid = w.out - col < kBf16Block ? w.out - col : kBf16Block;
+      for (int64_t r = 0; r < rows; r += kMaxRows) {
+        const int64_t n = rows - r < kMaxRows ? rows - r : kMaxRows;
+        tile_fn(n)(scratch + r * ldx, ldx, wg + b * kBf16TileElems, blocks * kBf16TileElems, num_chunks,
+                   w.bias + col, y + r * w.out + col, w.out, valid);
+      }
+    }
+  }
+}
+
+}  // namespace dspark::kernels

@@ -1,0 +1,120 @@
+// bf16 weights widened to f32 and multiplied with 512-bit FMA (AVX-512F). On CPUs whose
+// vdpbf16ps runs at half the f32 FMA rate this is the faster small-M kernel: widening a
+// 32-value weight vector costs two integer ops and feeds 2 x rows FMAs.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/isa/bf16_kernels.h"
+
+namespace dspark::kernels {
+namespace {
+
+constexpr int kMaxRows = 5;  // 5 rows x 4 blocks = 20 accumulators + 8 widened weights (of 32 zmm)
+
+__mmask16 lane_mask(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// dst[0, n) = bf16-rounded src (nearest even, NaN kept quiet), as f32.
+void round_row(const float* src, float* dst, int64_t n) {
+  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = lane_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, src + i);
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m512i bits = _mm512_mask_or_epi32(rounded, nan, u, _mm512_set1_epi32(0x00400000));
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_and_si512(bits, hi)));
+  }
+}
+
+// kRows x kBlocks outputs of one group. x: [kRows, ldx] f32; w: the group's tiles at block
+// b0 of chunk 0 (chunk_stride bf16 between chunks); y row stride ldy; the last block
+// stores last_mask lanes. Per k-pair the kBlocks weight vectors are widened once and each
+// row's two broadcasts feed 2 x kBlocks FMAs (the broadcasts are loads: shared, they keep
+// the load ports below the FMA rate).
+template <int kRows, int kBlocks>
+void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t num_chunks,
+          const float* bias, float* y, int64_t ldy, __mmask16 last_mask) {
+  __m512 acc[kRows][kBlocks];
+  for (int r = 0; r < kRows; ++r)
+    for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
+  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+    const uint16_t* wc = w + ch * chunk_stride;
+    const float* xc = x + ch * kBf16Chunk;
+    for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
+      __m512 even[kBlocks], odd[kBlocks];
+      for (int b = 0; b < kBlocks; ++b) {
+        const __m512i v = _mm512_loadu_si512(wc + b * kBf16TileElems + i * 2 * kBf16Block);
+        even[b] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));  // k = 2i
+        odd[b] = _mm512_castsi512_ps(_mm512_and_si512(v, hi));     // k = 2i + 1
+      }
+      for (int r = 0; r < kRows; ++r) {
+        const __m512 xe = _mm512_set1_ps(xc[r * ldx + 2 * i]);
+        const __m512 xo = _mm512_set1_ps(xc[r * ldx + 2 * i + 1]);
+        for (int b = 0; b < kBlocks; ++b) {
+          acc[r][b] = _mm512_fmadd_ps(xe, even[b], acc[r][b]);
+          acc[r][b] = _mm512_fmadd_ps(xo, odd[b], acc[r][b]);
+        }
+      }
+    }
+  }
+  for (int b = 0; b < kBlocks; ++b) {
+    const __m512 bv = _mm512_loadu_ps(bias + b * kBf16Block);
+    const __mmask16 m = b == kBlocks - 1 ? last_mask : static_cast<__mmask16>(0xffff);
+    for (int r = 0; r < kRows; ++r)
+      _mm512_mask_storeu_ps(y + r * ldy + b * kBf16Block, m, _mm512_add_ps(acc[r][b], bv));
+  }
+}
+
+using TileFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, const float*, float*, int64_t,
+                        __mmask16);
+
+template <int kRows>
+TileFn tile_for_blocks(int64_t blocks) {
+  switch (blocks) {
+    case 1: return tile<kRows, 1>;
+    case 2: return tile<kRows, 2>;
+    case 3: return tile<kRows, 3>;
+    default: return tile<kRows, 4>;
+  }
+}
+
+TileFn tile_fn(int64_t rows, int64_t blocks) {
+  switch (rows) {
+    case 1: return tile_for_blocks<1>(blocks);
+    case 2: return tile_for_blocks<2>(blocks);
+    case 3: return tile_for_blocks<3>(blocks);
+    case 4: return tile_for_blocks<4>(blocks);
+    default: return tile_for_blocks<5>(blocks);
+  }
+}
+
+}  // namespace
+
+void bf16_gemm_fma512(const PackedBf16View& w, const float* x, float* scratch, float* y, int64_t rows) {
+  const int64_t ldx = w.padded_in;
+  for (int64_t r = 0; r < rows; ++r) round_row(x + r * w.in, scratch + r * ldx, w.in);
+  const int64_t num_chunks = w.padded_in / kBf16Chunk;
+  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;  // of every full group
+  const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t g = 0; g < w.num_groups; ++g) {
+    const int64_t blocks = bf16_blocks_in_group(g, w.out);
+    const uint16_t* wg = w.tiles + g * group_elems;
+    const int64_t col = g * kBf16Group;
+    const int64_t valid_last = w.out - col - (blocks - 1) * kBf16Block;  // 1..16 (or more: full)
+    // Row tiles re-read the group's weights from L2; memory sees them once per call.
+    for (int64_t r = 0; r < rows; r += kMaxRows) {
+      const int64_t n = rows - r < kMaxRows ? rows - r : kMaxRows;
+      tile_fn(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems, num_chunks, w.bias + col,
+                         y + r * w.out + col, w.out, lane_mask(valid_last));
+    }
+  }
+}
+
+}  // namespace dspark::kernels

@@ -1,0 +1,136 @@
+// int8 weights x int8 activations with AVX512_VNNI vpdpbusd (u8 weights x s8 inputs,
+// 64 multiply-adds per instruction), scales applied per 32-column chunk in f32.
+#include <immintrin.h>
+
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "kernels/isa/int8_kernels.h"
+
+namespace dspark::kernels {
+namespace {
+
+constexpr int64_t kGroupElemsPerChunk = kInt8ChunkRecord;
+
+__mmask16 lane_mask(int64_t n) {
+  if (n <= 0) return 0;
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// kRows rows x kBlocks blocks (starting at block b0 of the group). Chunk records of the
+// group are record_bytes apart; `blocks` is the group's block count (record layout).
+// Registers: kRows x kBlocks f32 sums + as many int32 chunk sums + kBlocks weights.
+template <int kRows, int kBlocks>
+void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunks, const uint8_t* records,
+          int64_t record_bytes, int64_t blocks, int64_t b0, const float* bias, float* y, int64_t ldy,
+          int64_t valid_cols) {
+  __m512 acc[kRows][kBlocks];
+  for (int r = 0; r < kRows; ++r)
+    for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
+  const int8_t* q = a.q + row0 * ldq;
+  const float* ts = a.scale + row0 * num_chunks;
+  const float* cs = a.offset + row0 * num_chunks;
+  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+    const uint8_t* rec = records + ch * record_bytes;
+    const uint8_t* wb = rec + b0 * kInt8BlockBytes;
+    const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b0 * kInt8Block;
+    __m512i dot[kRows][kBlocks];
+    for (int r = 0; r < kRows; ++r)
+      for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_setzero_si512();
+    for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
+      __m512i wv[kBlocks];
+      for (int b = 0; b < kBlocks; ++b) wv[b] = _mm512_loadu_si512(wb + b * kInt8BlockBytes + kq * 64);
+      for (int r = 0; r < kRows; ++r) {
+        int32_t four;
+        std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
+        const __m512i xv = _mm512_set1_epi32(four);
+        for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_dpbusd_epi32(dot[r][b], wv[b], xv);
+      }
+    }
+    for (int b = 0; b < kBlocks; ++b) {
+      const __m512 s = _mm512_loadu_ps(sw + b * kInt8Block);
+      for (int r = 0; r < kRows; ++r) {
+        const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[r][b]), _mm512_set1_ps(ts[r * num_chunks + ch]),
+                                         _mm512_set1_ps(cs[r * num_chunks + ch]));
+        acc[r][b] = _mm512_fmadd_ps(t, s, acc[r][b]);
+      }
+    }
+  }
+  for (int b = 0; b < kBlocks; ++b) {
+    const __m512 bv = _mm512_loadu_ps(bias + b * kInt8Block);
+    const __mmask16 m = lane_mask(valid_cols - b * kInt8Block);
+    for (int r = 0; r < kRows; ++r)
+      _mm512_mask_storeu_ps(y + r * ldy + b * kInt8Block, m, _mm512_add_ps(acc[r][b], bv));
+  }
+}
+
+using TileFn = void (*)(const Int8Activations&, int64_t, int64_t, int64_t, const uint8_t*, int64_t, int64_t,
+                        int64_t, const float*, float*, int64_t, int64_t);
+
+// Two blocks at a time for up to 6 rows; one block for 7..12 rows (more rows per weight load).
+template <int... kRows>
+constexpr std::array<TileFn, sizeof...(kRows)> two_block_tiles(std::integer_sequence<int, kRows...>) {
+  return {tile<kRows + 1, 2>...};
+}
+template <int... kRows>
+constexpr std::array<TileFn, sizeof...(kRows)> one_block_tiles(std::integer_sequence<int, kRows...>) {
+  return {tile<kRows + 1, 1>...};
+}
+constexpr int kMaxTwoBlockRows = 6;
+constexpr int kMaxOneBlockRows = 12;
+constexpr auto kTwoBlock = two_block_tiles(std::make_integer_sequence<int, kMaxTwoBlockRows>{});
+constexpr auto kOneBlock = one_block_tiles(std::make_integer_sequence<int, kMaxOneBlockRows>{});
+
+// quantize_int8_row with 16-lane vectors: the same operations, so the same bytes.
+void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, const Int8Activations& a) {
+  const int64_t num_chunks = padded_in / kInt8Chunk;
+  int8_t* q = a.q + r * padded_in;
+  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+    const int64_t k0 = ch * kInt8Chunk;
+    const __mmask16 m0 = lane_mask(in - k0), m1 = lane_mask(in - k0 - 16);
+    const __m512 v0 = _mm512_maskz_loadu_ps(m0, x + k0), v1 = _mm512_maskz_loadu_ps(m1, x + k0 + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float t = amax / 127.0f;
+    const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0), _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0 + 16), _mm512_cvtsepi32_epi8(q1));
+    const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    a.scale[r * num_chunks + ch] = t;
+    a.offset[r * num_chunks + ch] = t * static_cast<float>(128 * sum);
+  }
+}
+
+}  // namespace
+
+void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activations& a, float* y, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) quantize_row(x + r * w.in, w.in, w.padded_in, r, a);
+  const int64_t num_chunks = w.padded_in / kInt8Chunk;
+  const int64_t ldq = w.padded_in;
+  const bool parallel = rows * w.out * w.in >= (int64_t{1} << 17);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t g = 0; g < w.num_groups; ++g) {
+    const int64_t col = g * kInt8Group;
+    const int64_t blocks = w.out - col > kInt8Block ? 2 : 1;
+    const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
+    const uint8_t* records = w.records + g * num_chunks * kGroupElemsPerChunk;
+    const int64_t valid = w.out - col;
+    for (int64_t r = 0; r < rows;) {
+      const int64_t left = rows - r;
+      if (left > kMaxTwoBlockRows || blocks == 1) {
+        const int64_t n = left < kMaxOneBlockRows ? left : kMaxOneBlockRows;
+        for (int64_t b = 0; b < blocks; ++b)
+          kOneBlock[n - 1](a, r, ldq, num_chunks, records, record_bytes, blocks, b, w.bias + col + b * kInt8Block,
+                           y + r * w.out + col + b * kInt8Block, w.out, valid - b * kInt8Block);
+        r += n;
+      } else {
+        kTwoBlock[left - 1](a, r, ldq, num_chunks, records, record_bytes, blocks, 0, w.bias + col,
+                            y + r * w.out + col, w.out, valid);
+        r += left;
+      }
+    }
+  }
+}
+
+}  // namespace dspark::kernels

@@ -1,0 +1,55 @@
+// The int8-weight matmul kernels (internal to kernels/).
+//
+// Weights: symmetric int8 per output row and 32-column block of k, q = round(w / s) in
+// [-127, 127] with s = max|w| / 127, stored offset by 128 as u8 (q + 128): the unsigned
+// operand of vpdpbusd. Activations: int8 per row and 32-column block, q = round(x / t) with
+// t = max|x| / 127, quantized on the fly by the kernel.
+//
+// Packed layout: outputs in groups of 32 (two 16-output blocks); a group is one run of
+// chunk records, one per 32-column block of k: [groups][chunks]{u8 [2 blocks][8][16][4],
+// f32 scales [2 blocks][16]}. Within a block, 8 vectors of 16 lanes x 4 consecutive k.
+//
+// Per output, with u = Σ_k (q_w + 128) q_x over a chunk (exact in int32) and
+// c = 128 t Σ_k q_x (the offset's share, one f32 per row and chunk):
+//   y = ((u t - c) s)  accumulated over chunks in order by f32 FMA, then + bias.
+// Integer dot products are exact, so the order is fixed by the chunk loop alone: row r
+// never depends on M, the tiling or the thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace dspark::kernels {
+
+inline constexpr int64_t kInt8Block = 16;               // outputs per block
+inline constexpr int64_t kInt8GroupBlocks = 2;
+inline constexpr int64_t kInt8Group = kInt8Block * kInt8GroupBlocks;  // 32 outputs
+inline constexpr int64_t kInt8Chunk = 32;               // k per quantization block
+inline constexpr int64_t kInt8BlockBytes = kInt8Block * kInt8Chunk;   // 512 u8 per (chunk, block)
+// Bytes of one chunk record of a full group: weights then scales.
+inline constexpr int64_t kInt8ChunkRecord = kInt8GroupBlocks * (kInt8BlockBytes + kInt8Block * 4);
+
+// A packed int8 weight matrix as the kernels see it.
+struct PackedInt8View {
+  const uint8_t* records;  // [groups][chunks] chunk records (a last partial group has 1 block)
+  const float* bias;       // [num_groups * 32] f32, zero beyond out
+  int64_t out;
+  int64_t in;
+  int64_t padded_in;       // in rounded up to 32
+  int64_t num_groups;
+};
+
+// Quantized activations of `rows` rows, written by the kernel before the product.
+struct Int8Activations {
+  int8_t* q;       // [rows, padded_in], zero in columns >= in
+  float* scale;    // [rows, padded_in / 32]: t
+  float* offset;   // [rows, padded_in / 32]: c = 128 t Σ q
+};
+
+// Quantizes one row of x ([in] f32) into row r of a: the scalar definition, which every
+// kernel's vector version matches byte for byte.
+void quantize_int8_row(const float* x, int64_t in, int64_t padded_in, int64_t r, const Int8Activations& a);
+
+// x: [rows, in] f32; y: [rows, out] f32.
+void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activations& a, float* y, int64_t rows);
+
+}  // namespace dspark::kernels

@@ -1,0 +1,138 @@
+#include "kernels/packed_int8_gemm.h"
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "kernels/isa/int8_kernels.h"
+
+namespace dspark {
+namespace {
+
+using kernels::kInt8Block;
+using kernels::kInt8BlockBytes;
+using kernels::kInt8Chunk;
+using kernels::kInt8ChunkRecord;
+using kernels::kInt8Group;
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+}  // namespace
+
+std::string_view int8_kernel_name(Int8Kernel kernel) {
+  switch (kernel) {
+    case Int8Kernel::kBest: return "best";
+    case Int8Kernel::kVnni512: return "vnni512";
+  }
+  return "?";
+}
+
+Int8Kernel best_int8_kernel() {
+  DSPARK_CHECK(isa_allowed(Isa::kVnni),
+               "int8 weights need ISA level vnni (AVX512_VNNI); the active level is {} and this CPU's best is {}",
+               isa_name(active_isa()), isa_name(best_isa()));
+  return Int8Kernel::kVnni512;
+}
+
+Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in) {
+  DSPARK_CHECK(out > 0 && in > 0, "quantize_int8_weights: bad shape [{}, {}]", out, in);
+  const int64_t num_chunks = (in + kInt8Chunk - 1) / kInt8Chunk;
+  Int8Weights w;
+  w.out = out;
+  w.in = in;
+  w.q.resize(static_cast<size_t>(out * in));
+  w.scales.resize(static_cast<size_t>(out * num_chunks));
+  for (int64_t n = 0; n < out; ++n)
+    for (int64_t ch = 0; ch < num_chunks; ++ch) {
+      const int64_t k0 = ch * kInt8Chunk, k1 = std::min(in, k0 + kInt8Chunk);
+      float amax = 0.0f;
+      for (int64_t k = k0; k < k1; ++k) amax = std::fmax(amax, std::fabs(weight[n * in + k]));
+      const float scale = amax / 127.0f;
+      w.scales[n * num_chunks + ch] = scale;
+      for (int64_t k = k0; k < k1; ++k) {
+        const float v = scale > 0.0f ? std::nearbyint(weight[n * in + k] / scale) : 0.0f;
+        w.q[n * in + k] = static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, v)));
+      }
+    }
+  return w;
+}
+
+PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float> bias, int64_t max_rows,
+                               Int8Kernel kernel)
+    : out_(weights.out),
+      in_(weights.in),
+      padded_in_(round_up(weights.in, kInt8Chunk)),
+      num_groups_((weights.out + kInt8Group - 1) / kInt8Group),
+      max_rows_(max_rows),
+      kernel_(kernel == Int8Kernel::kBest ? best_int8_kernel() : kernel) {
+  const int64_t num_chunks = padded_in_ / kInt8Chunk;
+  DSPARK_CHECK(out_ > 0 && in_ > 0, "PackedInt8Gemm: bad shape [{}, {}]", out_, in_);
+  DSPARK_CHECK(static_cast<int64_t>(weights.q.size()) == out_ * in_ &&
+                   static_cast<int64_t>(weights.scales.size()) == out_ * num_chunks,
+               "PackedInt8Gemm: weights of [{}, {}] need {} values and {} scales, got {} and {}", out_, in_,
+               out_ * in_, out_ * num_chunks, weights.q.size(), weights.scales.size());
+  DSPARK_CHECK(max_rows_ >= 1, "PackedInt8Gemm: max_rows must be >= 1, got {}", max_rows_);
+  DSPARK_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == out_,
+               "PackedInt8Gemm: bias has {} values, expected {}", bias.size(), out_);
+  DSPARK_CHECK(kernel_ != Int8Kernel::kVnni512 || isa_allowed(Isa::kVnni),
+               "PackedInt8Gemm: kernel vnni512 needs ISA vnni (active: {})", isa_name(active_isa()));
+  packed_ = AlignedBuffer(static_cast<size_t>(num_groups_ * num_chunks * kInt8ChunkRecord));
+  for (int64_t g = 0; g < num_groups_; ++g) {
+    const int64_t blocks = out_ - g * kInt8Group > kInt8Block ? 2 : 1;
+    const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
+    for (int64_t ch = 0; ch < num_chunks; ++ch) {
+      uint8_t* rec = packed_.as<uint8_t>() + (g * num_chunks) * kInt8ChunkRecord + ch * record_bytes;
+      float* scales = reinterpret_cast<float*>(rec + blocks * kInt8BlockBytes);
+      for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t lane = 0; lane < kInt8Block; ++lane) {
+          const int64_t n = g * kInt8Group + b * kInt8Block + lane;
+          for (int64_t kk = 0; kk < kInt8Chunk; ++kk) {
+            const int64_t k = ch * kInt8Chunk + kk;
+            const int8_t q = n < out_ && k < in_ ? weights.q[n * in_ + k] : 0;
+            rec[b * kInt8BlockBytes + (kk / 4) * 64 + lane * 4 + kk % 4] = static_cast<uint8_t>(q + 128);
+          }
+          scales[b * kInt8Block + lane] = n < out_ ? weights.scales[n * num_chunks + ch] : 0.0f;
+        }
+    }
+  }
+  bias_ = AlignedBuffer(static_cast<size_t>(num_groups_ * kInt8Group) * sizeof(float));
+  if (!bias.empty()) std::memcpy(bias_.data(), bias.data(), bias.size() * sizeof(float));
+  x_q_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_));
+  x_scale_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
+  x_offset_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
+}
+
+void PackedInt8Gemm::multiply(const float* x, float* y, int64_t num_rows) {
+  DSPARK_CHECK(num_rows >= 1 && num_rows <= max_rows_, "PackedInt8Gemm: num_rows {} outside [1, {}]", num_rows,
+               max_rows_);
+  const kernels::PackedInt8View w{packed_.as<uint8_t>(), bias_.as<float>(), out_, in_, padded_in_, num_groups_};
+  const kernels::Int8Activations a{x_q_.as<int8_t>(), x_scale_.as<float>(), x_offset_.as<float>()};
+  kernels::int8_gemm_vnni512(w, x, a, y, num_rows);
+}
+
+namespace reference {
+
+void int8_linear(const float* x, const Int8Weights& w, const float* bias, float* y, int64_t rows) {
+  const int64_t padded_in = round_up(w.in, kInt8Chunk);
+  const int64_t num_chunks = padded_in / kInt8Chunk;
+  std::vector<int8_t> q(static_cast<size_t>(padded_in), 0);
+  std::vector<float> t(static_cast<size_t>(num_chunks)), c(static_cast<size_t>(num_chunks));
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::quantize_int8_row(x + r * w.in, w.in, padded_in, 0, {q.data(), t.data(), c.data()});
+    for (int64_t n = 0; n < w.out; ++n) {
+      float acc = 0.0f;
+      for (int64_t ch = 0; ch < num_chunks; ++ch) {
+        int32_t u = 0;  // Σ (q_w + 128) q_x, as vpdpbusd accumulates it
+        for (int64_t k = ch * kInt8Chunk; k < std::min(w.in, (ch + 1) * kInt8Chunk); ++k)
+          u += (w.q[n * w.in + k] + 128) * q[k];
+        const float part = std::fma(static_cast<float>(u), t[ch], -c[ch]);
+        acc = std::fma(part, w.scales[n * num_chunks + ch], acc);
+      }
+      y[r * w.out + n] = acc + (bias != nullptr ? bias[n] : 0.0f);
+    }
+  }
+}
+
+}  // namespace reference
+}  // namespace dspark

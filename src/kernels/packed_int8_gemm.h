@@ -1,0 +1,73 @@
+// The int8-weight matrix product behind LinearBackend::kPackedInt8 (internal).
+//
+// y[M, out] ≈ x[M, in] · Wᵀ + bias with W quantized once, at construction, to int8 per
+// output row and 32-column block of k (one f32 scale each), and x quantized per row and
+// 32-column block on the fly; integer dot products, scales applied in f32. The format and
+// the exact arithmetic are in kernels/isa/int8_kernels.h; reference::int8_linear computes
+// the same values with plain loops.
+//
+// Kernels: kVnni512 (AVX512_VNNI vpdpbusd), needing ISA level `vnni`.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "kernels/isa.h"
+
+namespace dspark {
+
+enum class Int8Kernel : uint8_t { kBest, kVnni512 };
+
+std::string_view int8_kernel_name(Int8Kernel kernel);  // "vnni512"
+// The kernel kBest resolves to under the current ISA cap; throws when none is allowed.
+Int8Kernel best_int8_kernel();
+
+// W quantized as the kernels store it: q [out, in] in [-127, 127] and scales
+// [out, ceil(in / 32)]; w ≈ q · scale of its block.
+struct Int8Weights {
+  std::vector<int8_t> q;      // [out, in]
+  std::vector<float> scales;  // [out, ceil(in / 32)]
+  int64_t out = 0;
+  int64_t in = 0;
+};
+// weight: [out, in] f32.
+Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in);
+
+class PackedInt8Gemm {
+ public:
+  // bias: [out] or empty; max_rows: the largest M of multiply.
+  PackedInt8Gemm(const Int8Weights& weights, std::span<const float> bias, int64_t max_rows,
+                 Int8Kernel kernel = Int8Kernel::kBest);
+
+  // x: [num_rows, in] f32; y: [num_rows, out] f32. Uses per-object scratch.
+  void multiply(const float* x, float* y, int64_t num_rows);
+
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+  size_t weight_bytes() const { return packed_.size(); }  // int8 weights + scales
+  Int8Kernel kernel() const { return kernel_; }
+
+ private:
+  int64_t out_;
+  int64_t in_;
+  int64_t padded_in_;
+  int64_t num_groups_;
+  int64_t max_rows_;
+  Int8Kernel kernel_;
+  AlignedBuffer packed_;        // chunk records (kernels/isa/int8_kernels.h)
+  AlignedBuffer bias_;          // [num_groups * 32] f32
+  AlignedBuffer x_q_;           // [max_rows, padded_in] int8
+  AlignedBuffer x_scale_;       // [max_rows, padded_in / 32] f32
+  AlignedBuffer x_offset_;      // [max_rows, padded_in / 32] f32
+};
+
+namespace reference {
+// The int8 product with plain loops, the same arithmetic (and so the same bits) as the
+// kernels. q, scales as in Int8Weights; x: [rows, in]; y: [rows, out].
+void int8_linear(const float* x, const Int8Weights& w, const float* bias, float* y, int64_t rows);
+}  // namespace reference
+
+}  // namespace dspark
