@@ -9,7 +9,6 @@
 
 #include "core/aligned_buffer.h"
 #include "core/check.h"
-#include "kernels/isa.h"
 #include "kernels/packed_bf16_gemm.h"
 #include "kernels/packed_int8_gemm.h"
 #include "kernels/simd.h"
@@ -22,12 +21,12 @@ using Dt = memory::data_type;
 using Tag = memory::format_tag;
 
 // One CPU engine per process: engines are cheap to share and costly to create. Before it,
-// oneDNN is capped at AVX-512 BF16 (see linear.h: its AMX kernels are not batch invariant),
-// or at AVX2 when the process's ISA cap is avx2 (so `--isa avx2` runs no AVX-512 matmul).
+// oneDNN is capped at AVX-512 BF16 (see linear.h: its AMX kernels are not batch invariant).
+// The ISA cap (kernels/isa.h) is not passed on: oneDNN's AVX2 f32 and bf16 matmuls were
+// measured not batch invariant, so the f32 path keeps oneDNN's own CPUID choice.
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine = [] {
-    // Fails harmlessly if too late.
-    dnnl::set_max_cpu_isa(active_isa() == Isa::kAvx2 ? dnnl::cpu_isa::avx2 : dnnl::cpu_isa::avx512_core_bf16);
+    dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_bf16);  // fails harmlessly if too late
     return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return engine;

@@ -12,6 +12,7 @@
 
 #include "bench/dataset.h"
 #include "engine/engine.h"
+#include "kernels/isa.h"
 #include "spec/proposer_factory.h"
 
 namespace dspark {
@@ -27,22 +28,29 @@ bool has_model(const std::filesystem::path& dir) { return std::filesystem::exist
 
 class ShippedModelsLossless : public ::testing::TestWithParam<std::string> {};
 
+// A parameter "NAME:int8" runs the target (and a draft model) with int8 weights.
 TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   const auto target_dir = kModels / "tiny-target";
+  const std::string param = GetParam();
+  const bool int8 = param.ends_with(":int8");
+  const std::string name = int8 ? param.substr(0, param.size() - 5) : param;
+  if (int8 && !isa_allowed(Isa::kVnni)) GTEST_SKIP() << "int8 weights need ISA vnni; active: " << isa_name(active_isa());
   if (!has_model(target_dir) || !std::filesystem::exists(target_dir / "model.safetensors")) {
     GTEST_SKIP() << "models/tiny-target is not trained yet";
   }
   SpeculatorOptions so;
-  so.speculator = GetParam() == "ngram" ? "ngram" : (kModels / GetParam()).string();
-  if (so.speculator != "ngram" && !has_model(so.speculator)) GTEST_SKIP() << "models/" << GetParam() << " is missing";
+  so.speculator = name == "ngram" ? "ngram" : (kModels / name).string();
+  if (so.speculator != "ngram" && !has_model(so.speculator)) GTEST_SKIP() << "models/" << name << " is missing";
+  if (int8) so.quantization = WeightQuantization::kInt8;
   so.max_running = kMaxRunning;
   so.target_model_dir = target_dir.string();
-  so.num_speculative_tokens = GetParam() == "ngram" || GetParam() == "tiny-draft-lm" ? 8 : 0;
+  so.num_speculative_tokens = name == "ngram" || name == "tiny-draft-lm" ? 8 : 0;
 
   TransformerOptions to;
   to.max_batch_tokens = 256;
   to.max_sequences = kMaxRunning;
   to.capture_layers = speculator_capture_layers(so);
+  if (int8) to.quantization = WeightQuantization::kInt8;
   auto model = Transformer::load(target_dir, to);
   const Tokenizer tokenizer = Tokenizer::from_dir(target_dir);
 
@@ -72,7 +80,7 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
     }
     for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(spec[i], plain[i]) << schedule << ", prompt " << i;
     EXPECT_GT(engine.spec_metrics().num_drafts, 0) << schedule;
-    std::printf("%s, %s: tau %.3f over %lld rounds, mean verified length %.2f\n", GetParam().c_str(), schedule,
+    std::printf("%s, %s: tau %.3f over %lld rounds, mean verified length %.2f\n", param.c_str(), schedule,
                 engine.spec_metrics().mean_acceptance_length(), static_cast<long long>(engine.spec_metrics().num_drafts),
                 engine.schedule_metrics().mean_verified_length());
   };
@@ -87,10 +95,11 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Proposers, ShippedModelsLossless,
-                         ::testing::Values("ngram", "tiny-draft-lm", "tiny-target-dspark", "tiny-target-dflash"),
+                         ::testing::Values("ngram", "tiny-draft-lm", "tiny-target-dspark", "tiny-target-dflash",
+                                           "ngram:int8", "tiny-target-dspark:int8"),
                          [](const auto& info) {
                            std::string name = info.param;
-                           for (char& c : name) if (c == '-') c = '_';
+                           for (char& c : name) if (c == '-' || c == ':') c = '_';
                            return name;
                          });
 

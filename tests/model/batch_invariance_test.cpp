@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
+#include "kernels/isa.h"
 #include "kernels/sampling.h"
 #include "model/transformer.h"
 #include "support/engine_runner.h"
@@ -31,9 +32,17 @@ std::vector<float> last_row(const std::vector<float>& logits, int64_t vocab) {
   return std::vector<float>(logits.end() - vocab, logits.end());
 }
 
-class BatchInvariance : public ::testing::TestWithParam<DType> {
+// Weights of the model under test: bf16 or f32 compute, or int8 weights.
+struct Weights {
+  DType compute;
+  WeightQuantization quantization;
+};
+
+class BatchInvariance : public ::testing::TestWithParam<Weights> {
  protected:
   void SetUp() override {
+    if (GetParam().quantization == WeightQuantization::kInt8 && !isa_allowed(Isa::kVnni))
+      GTEST_SKIP() << "int8 weights need ISA vnni; active: " << isa_name(active_isa());
     testing::TinyModelSpec spec;
     spec.model_type = "qwen3";
     spec.hidden_size = 128;
@@ -44,7 +53,8 @@ class BatchInvariance : public ::testing::TestWithParam<DType> {
     spec.vocab_size = 300;
     const auto dir = testing::write_tiny_model(spec, testing::make_temp_dir("batch-invariance"));
     TransformerOptions opts;
-    opts.compute = GetParam();
+    opts.compute = GetParam().compute;
+    opts.quantization = GetParam().quantization;
     opts.max_batch_tokens = 96;
     model_ = Transformer::load(dir, opts);
     vocab_ = spec.vocab_size;
@@ -120,8 +130,15 @@ TEST_P(BatchInvariance, MultiTokenVerifyStepEqualsOneByOne) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, BatchInvariance, ::testing::Values(DType::kBF16, DType::kF32),
-                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Dtypes, BatchInvariance,
+                         ::testing::Values(Weights{DType::kBF16, WeightQuantization::kNone},
+                                           Weights{DType::kF32, WeightQuantization::kNone},
+                                           Weights{DType::kBF16, WeightQuantization::kInt8}),
+                         [](const auto& info) {
+                           return info.param.quantization == WeightQuantization::kInt8
+                                      ? std::string("int8")
+                                      : std::string(dtype_name(info.param.compute));
+                         });
 
 }  // namespace
 }  // namespace dspark
