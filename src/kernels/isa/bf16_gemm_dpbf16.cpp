@@ -9,6 +9,7 @@
 namespace dspark::kernels {
 namespace {
 
+constexpr int64_t kPrefetchChunks = 4;  // 4-16 KB ahead
 constexpr int kMaxRows = 6;  // 6 rows x 4 blocks = 24 accumulators (of 32 zmm)
 
 __mmask16 lane_mask(int64_t n) {
@@ -25,6 +26,9 @@ void tile(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t num_chunks,
     for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint16_t* wc = w + ch * kBlocks * kBf16TileElems;
+    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead.
+    const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * kBlocks * kBf16TileElems);
+    for (int64_t line = 0; line < kBlocks * kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       __m512bh wv[kBlocks];
       for (int b = 0; b < kBlocks; ++b)

@@ -10,6 +10,7 @@
 namespace dspark::kernels {
 namespace {
 
+constexpr int64_t kPrefetchChunks = 4;
 constexpr int kMaxRows = 5;  // 5 rows x 2 halves = 10 accumulators
 
 float round_scalar(float f) {  // as float_to_bf16 then back
@@ -50,6 +51,9 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint16_t* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
+    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead.
+    const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
+    for (int64_t line = 0; line < kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wc + i * 2 * kBf16Block + h * 16));

@@ -10,6 +10,7 @@
 namespace dspark::kernels {
 namespace {
 
+constexpr int64_t kPrefetchChunks = 4;  // 4-16 KB ahead
 constexpr int kMaxRows = 5;  // 5 rows x 4 blocks = 20 accumulators + 8 widened weights (of 32 zmm)
 
 __mmask16 lane_mask(int64_t n) {
@@ -46,6 +47,9 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint16_t* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
+    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead.
+    const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
+    for (int64_t line = 0; line < kBlocks * kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       __m512 even[kBlocks], odd[kBlocks];
       for (int b = 0; b < kBlocks; ++b) {

@@ -12,6 +12,7 @@ namespace dspark::kernels {
 namespace {
 
 constexpr int64_t kGroupElemsPerChunk = kInt8ChunkRecord;
+constexpr int64_t kPrefetchChunks = 8;
 
 __mmask16 lane_mask(int64_t n) {
   if (n <= 0) return 0;
@@ -33,6 +34,11 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunk
   const float* cs = a.offset + row0 * num_chunks;
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
+    // The weights stream from memory once per call: ask for the record kPrefetchChunks
+    // ahead, so the load overlaps this chunk's arithmetic instead of following it.
+    const uint8_t* ahead = rec + kPrefetchChunks * record_bytes + b0 * kInt8BlockBytes;
+    for (int64_t line = 0; line < kBlocks * kInt8BlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec + b0 * kInt8BlockBytes;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b0 * kInt8Block;
     __m512i dot[kRows][kBlocks];
