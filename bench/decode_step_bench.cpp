@@ -2,17 +2,20 @@
 // 1 token (plain decode) and 9 tokens (anchor + 8 drafts, a verification step), with a
 // KV history of 128 positions, for each matmul path this CPU has: bf16 weights under the
 // ISA caps avx2 (fma256), avx512 (fma512) and the best level (what `auto` picks), int8
-// weights (vnni512), and f32 (oneDNN). Alongside, the machine's read bandwidth is measured in the
+// weights (vnni512, and avx2), and f32 (oneDNN). Alongside, the machine's read bandwidth is measured in the
 // same run, so the roofline fraction (weight bytes / bandwidth vs step time) compares
 // like with like on a noisy machine.
 //
 //   build/bench/decode_step_bench [--benchmark_filter=...]   (threads: OMP_NUM_THREADS)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/threads.h"
@@ -73,6 +76,10 @@ struct Fixture {
   }
 };
 
+// With --benchmark_repetitions=N, "_min" rows give the least disturbed run (on a shared
+// machine the mean mostly measures the neighbours).
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
 // Matmul paths, by benchmark argument 0.
 struct Path {
   const char* name;
@@ -86,6 +93,7 @@ const Path kPaths[] = {
     {"bf16 avx512", DType::kBF16, Isa::kAvx512, WeightQuantization::kNone},
     {"int8 vnni", DType::kBF16, Isa::kVnni, WeightQuantization::kInt8},
     {"f32 onednn", DType::kF32, best_isa(), WeightQuantization::kNone},
+    {"int8 avx2", DType::kBF16, Isa::kAvx2, WeightQuantization::kInt8},
 };
 
 Fixture* fixture(int64_t path) {
@@ -121,7 +129,39 @@ BENCHMARK(BM_Step)
     ->Args({0, 64})
     ->Args({3, 64})
     ->Unit(benchmark::kMillisecond)
-    ->MinTime(1.0);
+    ->MinTime(1.0)
+    ->ComputeStatistics("min", min_of);
+
+// The verification cost ratio, noise-robust: 1-token and 9-token steps alternate, so both
+// see the same neighbours; reports the median of each and their ratio (the number the
+// speculation speedup depends on). args: path.
+void BM_VerifyOverDecode(benchmark::State& state) {
+  Fixture* f = fixture(state.range(0));
+  if (f == nullptr) {
+    state.SkipWithError("this CPU lacks the ISA of this path");
+    return;
+  }
+  state.SetLabel(std::string(kPaths[state.range(0)].name) + " (" + f->model->matmul_kernel() + ")");
+  std::vector<double> one, nine;
+  auto timed = [&](int64_t n) {
+    const auto start = std::chrono::steady_clock::now();
+    f->step(n);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (auto _ : state) {
+    one.push_back(timed(1));
+    nine.push_back(timed(9));
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const double t1 = median(one), t9 = median(nine);
+  state.counters["t1_ms"] = t1;
+  state.counters["t9_ms"] = t9;
+  state.counters["t9/t1"] = t9 / t1;
+}
+BENCHMARK(BM_VerifyOverDecode)->ArgName("path")->DenseRange(0, 5)->Iterations(300)->Unit(benchmark::kMillisecond);
 
 // Streaming read with the same OpenMP threads: the decode roofline's bandwidth. Two sizes:
 // 64 MB (about the model's weights, which may stay in a large last-level cache across

@@ -12,5 +12,6 @@ void register_profile(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_plot(CLI::App& app);
+void register_perplexity(CLI::App& app);
 
 }  // namespace dspark::cli

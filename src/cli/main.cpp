@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   dspark::cli::register_serve(app);
   dspark::cli::register_bench(app);
   dspark::cli::register_plot(app);
+  dspark::cli::register_perplexity(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

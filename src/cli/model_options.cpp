@@ -69,7 +69,6 @@ void apply_isa(const ModelArgs& a) {
   static bool printed = false;
   if (a.isa != "auto") set_active_isa(parse_isa(a.isa));
   const WeightQuantization quantization = parse_quantization(a.quantization);
-  if (quantization == WeightQuantization::kInt8) best_int8_kernel();  // a clear error when not supported
   if (printed) return;
   printed = true;
   const std::string matmul = quantization == WeightQuantization::kInt8

@@ -37,7 +37,7 @@ const T* kv_row(const void* pool, int64_t slot, int64_t head, const KvLayerView&
   return static_cast<const T*>(pool) + (slot * kv.num_kv_heads + head) * kv.head_dim;
 }
 
-#ifdef __AVX512F__
+DSPARK_AVX512_BEGIN
 
 // Lane sums of 16 vectors: result lane j = sum of the lanes of v[j]. Every v[j] is summed
 // by the same tree (lane i + lane i+8, then +4, +2, +1), whatever its position j.
@@ -162,10 +162,6 @@ AttendTileFn<T> attend_tile_fn(int64_t head_dim) {
   return attend_tile_table<T>((head_dim + 15) / 16, std::make_integer_sequence<int, kMaxHeadDim / 16>{});
 }
 
-#endif  // __AVX512F__
-
-// All query heads of token t that read KV head kv_head.
-#ifdef __AVX512F__
 // All query heads of token t that read KV head kv_head; T is the pool's element type.
 template <typename T>
 void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
@@ -214,14 +210,15 @@ void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, i
     }
   }
 }
-#endif  // __AVX512F__
+DSPARK_AVX512_END
 
 // All query heads of token t that read KV head kv_head.
 void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
-#ifdef __AVX512F__
-  if (kv.dtype == DType::kBF16) attend_unit_avx512<uint16_t>(args, kv, t, kv_head);
-  else attend_unit_avx512<float>(args, kv, t, kv_head);
-#else
+  if (simd::wide()) {
+    if (kv.dtype == DType::kBF16) attend_unit_avx512<uint16_t>(args, kv, t, kv_head);
+    else attend_unit_avx512<float>(args, kv, t, kv_head);
+    return;
+  }
   // Portable path: the same tiled online softmax, one query head at a time, scalar.
   const int64_t d = kv.head_dim;
   const int64_t group = args.num_heads / kv.num_kv_heads;
@@ -264,7 +261,6 @@ void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t 
     float* out = args.out + t * q_stride + (kv_head * group + h) * d;
     for (int64_t i = 0; i < d; ++i) out[i] = acc[i] / sum;
   }
-#endif
 }
 
 }  // namespace

@@ -9,25 +9,34 @@ namespace {
 
 constexpr int64_t kParallelMinElements = 64 * 1024;
 
+// o[i] = silu(gate[i]) * up[i] for one row.
+DSPARK_AVX512_BEGIN
+void silu_mul_row_avx512(const float* gate, const float* up, float* o, int64_t ffn) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < ffn; i += 16) {
+    const __mmask16 m = simd::lanes(ffn - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, simd::exp(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    _mm512_mask_storeu_ps(o + i, m, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+DSPARK_AVX512_END
+
+void silu_mul_row_portable(const float* gate, const float* up, float* o, int64_t ffn) {
+  for (int64_t i = 0; i < ffn; ++i) o[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
 }  // namespace
 
 void silu_mul(const float* gate_up, float* out, int64_t num_rows, int64_t ffn) {
+  const bool wide = simd::wide();
 #pragma omp parallel for schedule(static) if (num_rows > 1 && num_rows * ffn >= kParallelMinElements)
   for (int64_t r = 0; r < num_rows; ++r) {
     const float* gate = gate_up + r * 2 * ffn;  // [ffn]
     const float* up = gate + ffn;               // [ffn]
     float* o = out + r * ffn;                   // [ffn]
-#ifdef __AVX512F__
-    const __m512 one = _mm512_set1_ps(1.0f);
-    for (int64_t i = 0; i < ffn; i += 16) {
-      const __mmask16 m = simd::lanes(ffn - i);
-      const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
-      const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, simd::exp(_mm512_sub_ps(_mm512_setzero_ps(), g))));
-      _mm512_mask_storeu_ps(o + i, m, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, up + i)));
-    }
-#else
-    for (int64_t i = 0; i < ffn; ++i) o[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-#endif
+    if (wide) silu_mul_row_avx512(gate, up, o, ffn);
+    else silu_mul_row_portable(gate, up, o, ffn);
   }
 }
 

@@ -124,7 +124,15 @@ std::string_view isa_name(Isa isa) {
   return "?";
 }
 
-bool isa_supported(Isa isa) { return missing_for(isa).empty(); }
+bool isa_supported(Isa isa) {
+  // Read on every dispatching kernel call: computed once.
+  static const std::array<bool, kAllIsas.size()> supported = [] {
+    std::array<bool, kAllIsas.size()> s{};
+    for (Isa level : kAllIsas) s[static_cast<size_t>(level)] = missing_for(level).empty();
+    return s;
+  }();
+  return supported[static_cast<size_t>(isa)];
+}
 
 Isa best_isa() {
   static const Isa best = [] {

@@ -16,7 +16,7 @@
 //    thread count. Near memory bandwidth at M = 1.
 //  - kPackedInt8 (what kAuto picks with quantization = kInt8): W quantized to int8 at
 //    construction (per row and 32 columns), x per row and 32 columns on the fly, integer
-//    dot products (kernels/packed_int8_gemm.h). Row r is exact integer work plus a fixed
+//    dot products (VNNI or AVX2, the same bits; kernels/packed_int8_gemm.h). Row r is exact integer work plus a fixed
 //    f32 order, so it never depends on M either; compute is ignored.
 //  - kOneDnn (what kAuto picks for f32): oneDNN matmul, one primitive per row count made
 //    on first use (or by prepare()), weights packed once in the layout oneDNN picks. For

@@ -12,8 +12,8 @@ constexpr int64_t kParallelMinElements = 32 * 1024;
 
 // One row, always in the same order: four 16-lane partial sums over consecutive 64-element
 // chunks (masked tail), summed pairwise, then a fixed lane tree.
-void rms_norm_row(const float* x, const float* weight, float* y, int64_t dim, float eps) {
-#ifdef __AVX512F__
+DSPARK_AVX512_BEGIN
+void rms_norm_row_avx512(const float* x, const float* weight, float* y, int64_t dim, float eps) {
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   int64_t i = 0;
   for (; i + 64 <= dim; i += 64) {
@@ -35,19 +35,26 @@ void rms_norm_row(const float* x, const float* weight, float* y, int64_t dim, fl
     const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), inv);
     _mm512_mask_storeu_ps(y + j, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + j)));
   }
-#else
+}
+DSPARK_AVX512_END
+
+// Without AVX-512: one sequential sum (a different order, so other bits, still per row).
+void rms_norm_row_portable(const float* x, const float* weight, float* y, int64_t dim, float eps) {
   float sum = 0.0f;
   for (int64_t i = 0; i < dim; ++i) sum += x[i] * x[i];
   const float inv = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
   for (int64_t i = 0; i < dim; ++i) y[i] = x[i] * inv * weight[i];
-#endif
 }
 
 }  // namespace
 
 void rms_norm(const float* x, const float* weight, float* y, int64_t num_rows, int64_t dim, float eps) {
+  const bool wide = simd::wide();
 #pragma omp parallel for schedule(static) if (num_rows > 1 && num_rows * dim >= kParallelMinElements)
-  for (int64_t r = 0; r < num_rows; ++r) rms_norm_row(x + r * dim, weight, y + r * dim, dim, eps);
+  for (int64_t r = 0; r < num_rows; ++r) {
+    if (wide) rms_norm_row_avx512(x + r * dim, weight, y + r * dim, dim, eps);
+    else rms_norm_row_portable(x + r * dim, weight, y + r * dim, dim, eps);
+  }
 }
 
 }  // namespace dspark

@@ -23,17 +23,15 @@ int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 std::string_view int8_kernel_name(Int8Kernel kernel) {
   switch (kernel) {
     case Int8Kernel::kBest: return "best";
+    case Int8Kernel::kAvx2: return "avx2";
     case Int8Kernel::kVnni512: return "vnni512";
   }
   return "?";
 }
 
-Int8Kernel best_int8_kernel() {
-  DSPARK_CHECK(isa_allowed(Isa::kVnni),
-               "int8 weights need ISA level vnni (AVX512_VNNI); the active level is {} and this CPU's best is {}",
-               isa_name(active_isa()), isa_name(best_isa()));
-  return Int8Kernel::kVnni512;
-}
+Isa int8_kernel_isa(Int8Kernel kernel) { return kernel == Int8Kernel::kVnni512 ? Isa::kVnni : Isa::kAvx2; }
+
+Int8Kernel best_int8_kernel() { return isa_allowed(Isa::kVnni) ? Int8Kernel::kVnni512 : Int8Kernel::kAvx2; }
 
 Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in) {
   DSPARK_CHECK(out > 0 && in > 0, "quantize_int8_weights: bad shape [{}, {}]", out, in);
@@ -75,8 +73,8 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
   DSPARK_CHECK(max_rows_ >= 1, "PackedInt8Gemm: max_rows must be >= 1, got {}", max_rows_);
   DSPARK_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == out_,
                "PackedInt8Gemm: bias has {} values, expected {}", bias.size(), out_);
-  DSPARK_CHECK(kernel_ != Int8Kernel::kVnni512 || isa_allowed(Isa::kVnni),
-               "PackedInt8Gemm: kernel vnni512 needs ISA vnni (active: {})", isa_name(active_isa()));
+  DSPARK_CHECK(isa_allowed(int8_kernel_isa(kernel_)), "PackedInt8Gemm: kernel {} needs ISA {} (active: {})",
+               int8_kernel_name(kernel_), isa_name(int8_kernel_isa(kernel_)), isa_name(active_isa()));
   packed_ = AlignedBuffer(static_cast<size_t>(num_groups_ * num_chunks * kInt8ChunkRecord));
   for (int64_t g = 0; g < num_groups_; ++g) {
     const int64_t blocks = out_ - g * kInt8Group > kInt8Block ? 2 : 1;
@@ -101,6 +99,7 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
   x_q_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_));
   x_scale_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
   x_offset_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
+  x_sum_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(int32_t));
 }
 
 void PackedInt8Gemm::multiply(const float* x, float* y, int64_t num_rows) {
@@ -108,7 +107,8 @@ void PackedInt8Gemm::multiply(const float* x, float* y, int64_t num_rows) {
                max_rows_);
   const kernels::PackedInt8View w{packed_.as<uint8_t>(), bias_.as<float>(), out_, in_, padded_in_, num_groups_};
   const kernels::Int8Activations a{x_q_.as<int8_t>(), x_scale_.as<float>(), x_offset_.as<float>()};
-  kernels::int8_gemm_vnni512(w, x, a, y, num_rows);
+  if (kernel_ == Int8Kernel::kVnni512) kernels::int8_gemm_vnni512(w, x, a, y, num_rows);
+  else kernels::int8_gemm_avx2(w, x, a, x_sum_.as<int32_t>(), y, num_rows);
 }
 
 namespace reference {

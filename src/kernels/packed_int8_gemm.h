@@ -6,7 +6,9 @@
 // the exact arithmetic are in kernels/isa/int8_kernels.h; reference::int8_linear computes
 // the same values with plain loops.
 //
-// Kernels: kVnni512 (AVX512_VNNI vpdpbusd), needing ISA level `vnni`.
+// Kernels (the same bits on every path: integer sums are exact, the f32 epilogue is one):
+//  - kVnni512: AVX512_VNNI vpdpbusd, ISA level `vnni`;
+//  - kAvx2: vpmaddubsw + vpmaddwd, ISA level `avx2` (CPUs without VNNI).
 #pragma once
 
 #include <cstdint>
@@ -19,10 +21,11 @@
 
 namespace dspark {
 
-enum class Int8Kernel : uint8_t { kBest, kVnni512 };
+enum class Int8Kernel : uint8_t { kBest, kAvx2, kVnni512 };
 
-std::string_view int8_kernel_name(Int8Kernel kernel);  // "vnni512"
-// The kernel kBest resolves to under the current ISA cap; throws when none is allowed.
+std::string_view int8_kernel_name(Int8Kernel kernel);  // "avx2", "vnni512"
+Isa int8_kernel_isa(Int8Kernel kernel);                 // the level a kernel needs
+// The kernel kBest resolves to under the current ISA cap: VNNI where allowed, else AVX2.
 Int8Kernel best_int8_kernel();
 
 // W quantized as the kernels store it: q [out, in] in [-127, 127] and scales
@@ -62,6 +65,7 @@ class PackedInt8Gemm {
   AlignedBuffer x_q_;           // [max_rows, padded_in] int8
   AlignedBuffer x_scale_;       // [max_rows, padded_in / 32] f32
   AlignedBuffer x_offset_;      // [max_rows, padded_in / 32] f32
+  AlignedBuffer x_sum_;         // [max_rows, padded_in / 32] int32 (kAvx2)
 };
 
 namespace reference {

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "kernels/simd.h"
 
 namespace dspark {
 namespace {
@@ -43,23 +42,14 @@ void apply_rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t 
     const float* s = table.sin(pos);  // [half]
     float* lo = x + row * head_dim;   // [half]
     float* hi = lo + half;            // [half]
-    // x*cos + rotate_half(x)*sin, with separate roundings (no fma) like HF's f32 ops.
-#ifdef __AVX512F__
-    for (int64_t i = 0; i < half; i += 16) {
-      const __mmask16 m = simd::lanes(half - i);
-      const __m512 a = _mm512_maskz_loadu_ps(m, lo + i), b = _mm512_maskz_loadu_ps(m, hi + i);
-      const __m512 cv = _mm512_maskz_loadu_ps(m, c + i), sv = _mm512_maskz_loadu_ps(m, s + i);
-      _mm512_mask_storeu_ps(lo + i, m, _mm512_sub_ps(_mm512_mul_ps(a, cv), _mm512_mul_ps(b, sv)));
-      _mm512_mask_storeu_ps(hi + i, m, _mm512_add_ps(_mm512_mul_ps(b, cv), _mm512_mul_ps(a, sv)));
-    }
-#else
+    // x*cos + rotate_half(x)*sin, with separate roundings (no fma) like HF's f32 ops; the
+    // compiler vectorizes it, and element-wise work gives the same bits at any width.
     for (int64_t i = 0; i < half; ++i) {
       const float a = lo[i], b = hi[i];
       const float ac = a * c[i], bs = b * s[i], bc = b * c[i], as = a * s[i];
       lo[i] = ac - bs;
       hi[i] = bc + as;
     }
-#endif
   }
 }
 

@@ -22,8 +22,8 @@ float clean(float logit) { return std::isnan(logit) ? -std::numeric_limits<float
 constexpr int64_t kTopPSortBelow = 256;
 
 // probs[i] = exp((w[i] - max) * inv_t) for all i; returns their sum (fixed order, double).
-double exp_all(const float* w, float* probs, int64_t n, float max, float inv_t) {
-#ifdef __AVX512F__
+DSPARK_AVX512_BEGIN
+double exp_all_avx512(const float* w, float* probs, int64_t n, float max, float inv_t) {
   const __m512 m = _mm512_set1_ps(max), scale = _mm512_set1_ps(inv_t);
   __m512d sum_lo = _mm512_setzero_pd(), sum_hi = _mm512_setzero_pd();
   for (int64_t i = 0; i < n; i += 16) {
@@ -35,14 +35,17 @@ double exp_all(const float* w, float* probs, int64_t n, float max, float inv_t) 
     sum_hi = _mm512_add_pd(sum_hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
   }
   return _mm512_reduce_add_pd(_mm512_add_pd(sum_lo, sum_hi));
-#else
+}
+DSPARK_AVX512_END
+
+double exp_all(const float* w, float* probs, int64_t n, float max, float inv_t) {
+  if (simd::wide()) return exp_all_avx512(w, probs, n, max, inv_t);
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     probs[i] = std::exp((w[i] - max) * inv_t);
     total += probs[i];
   }
   return total;
-#endif
 }
 
 // Moves to the front of order[0, n) every candidate that top-p could keep and returns their
@@ -203,8 +206,9 @@ void LogitsProcessor::to_probs(const float* logits, float* probs, const Sampling
   for (int64_t i = 0; i < n; ++i) probs[order[i]] = static_cast<float>(probs[order[i]] * inv_total);
 }
 
-int32_t argmax(const float* x, int64_t n) {
-#ifdef __AVX512F__
+namespace {
+DSPARK_AVX512_BEGIN
+int32_t argmax_avx512(const float* x, int64_t n) {
   // Two passes: the maximum (NaN lanes skipped: vmaxps returns its second operand when the
   // first is NaN), then the first index holding it.
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -218,12 +222,17 @@ int32_t argmax(const float* x, int64_t n) {
     if (hit) return static_cast<int32_t>(i + __builtin_ctz(hit));
   }
   return 0;  // every value is NaN
-#else
+}
+DSPARK_AVX512_END
+}  // namespace
+
+// The first index of the largest value, NaNs skipped (both versions agree exactly).
+int32_t argmax(const float* x, int64_t n) {
+  if (simd::wide()) return argmax_avx512(x, n);
   int64_t best = 0;
   for (int64_t i = 1; i < n; ++i)
     if (x[i] > x[best] || (std::isnan(x[best]) && !std::isnan(x[i]))) best = i;
   return static_cast<int32_t>(best);
-#endif
 }
 
 int32_t sample_from_probs(const float* probs, int64_t n, double u) {

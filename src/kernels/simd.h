@@ -1,5 +1,11 @@
 // Internal AVX-512 helpers shared by the kernels (not part of the public API).
 //
+// The library is compiled for AVX2 (one binary for any x86-64 with AVX2 + FMA); AVX-512
+// code lives between DSPARK_AVX512_BEGIN and DSPARK_AVX512_END, which compile it for
+// AVX-512 F/BW/VL/DQ without changing the rest of the file, and runs only where
+// simd::wide() says the CPU has it and the ISA cap allows it (kernels/isa.h). Everything
+// here is static, so no inline copy compiled for AVX-512 can be shared with other code.
+//
 // Every helper is element-wise or has a fixed reduction order, so results never depend on
 // where a value sits in a buffer or on how many rows are processed together. Tails are
 // handled with masked loads/stores (same arithmetic as full vectors), never by a separate
@@ -10,16 +16,23 @@
 
 #include "core/dtype.h"
 
-#ifdef __AVX512F__
 #include <immintrin.h>
-#endif
+
+#include "kernels/isa.h"
+
+#define DSPARK_AVX512_BEGIN \
+  _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512bw,avx512vl,avx512dq,fma\")")
+#define DSPARK_AVX512_END _Pragma("GCC pop_options")
 
 namespace dspark::simd {
 
-#ifdef __AVX512F__
+// True when the AVX-512 versions may run (checked per call; a cached table read).
+static inline bool wide() { return isa_allowed(Isa::kAvx512); }
+
+DSPARK_AVX512_BEGIN
 
 // Mask of the first n lanes, n clamped to [0, 16].
-inline __mmask16 lanes(int64_t n) {
+static inline __mmask16 lanes(int64_t n) {
   if (n <= 0) return 0;
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
 }
@@ -28,7 +41,7 @@ inline __mmask16 lanes(int64_t n) {
 // (truncation error < 1e-8 relative), then scaled by 2^n with vscalefps, which handles
 // overflow to +inf and gradual underflow to 0. Inputs are clamped to [-104, 89] first so
 // that -inf gives 0 and +inf gives +inf.
-inline __m512 exp(__m512 x) {
+static inline __m512 exp(__m512 x) {
   x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(89.0f)), _mm512_set1_ps(-104.0f));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -47,14 +60,14 @@ inline __m512 exp(__m512 x) {
 }
 
 // Loads up to 16 bf16 values (masked) widened to f32 (exact).
-inline __m512 load_bf16(const uint16_t* p, __mmask16 mask) {
+static inline __m512 load_bf16(const uint16_t* p, __mmask16 mask) {
   const __m256i raw = _mm256_maskz_loadu_epi16(mask, p);
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
 }
 
 // Rounds 16 f32 to bf16 exactly as float_to_bf16 does (nearest even, denormals kept, NaN
 // made quiet), so vector and scalar writers of the same value store the same bits.
-inline __m256i to_bf16(__m512 v) {
+static inline __m256i to_bf16(__m512 v) {
   const __m512i u = _mm512_castps_si512(v);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
   const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
@@ -63,18 +76,19 @@ inline __m256i to_bf16(__m512 v) {
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16));
 }
 
-#endif  // __AVX512F__
-
-// dst[i] = bf16(src[i]) for i < n (round to nearest even).
-inline void f32_to_bf16(const float* src, uint16_t* dst, int64_t n) {
-#ifdef __AVX512F__
+static inline void f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = lanes(n - i);
     _mm256_mask_storeu_epi16(dst + i, m, to_bf16(_mm512_maskz_loadu_ps(m, src + i)));
   }
-#else
+}
+
+DSPARK_AVX512_END
+
+// dst[i] = bf16(src[i]) for i < n (round to nearest even; both versions give the same bits).
+static inline void f32_to_bf16(const float* src, uint16_t* dst, int64_t n) {
+  if (wide()) return f32_to_bf16_avx512(src, dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
-#endif
 }
 
 }  // namespace dspark::simd

@@ -12,14 +12,16 @@ DraftLayerWorkspace::DraftLayerWorkspace(const ModelConfig& c, int64_t block_row
     : block(c, block_rows, std::max(block_rows, context_rows)), ctx_kv(context_rows * 2 * c.kv_size()) {}
 
 DraftLayer::DraftLayer(const ModelConfig& c, const WeightStore& store, int64_t index, DType compute,
-                       int64_t max_block_rows, int64_t max_context_rows)
+                       WeightQuantization quantization, int64_t max_block_rows, int64_t max_context_rows)
     : kv_width_(c.kv_size()),
-      layer_(c, store, drafter_layer_tensor(index, ""), LinearOptions{compute, std::max<int64_t>(max_block_rows, 1)}),
+      layer_(c, store, drafter_layer_tensor(index, ""),
+             LinearOptions{compute, std::max<int64_t>(max_block_rows, 1), LinearBackend::kAuto, quantization}),
       kv_(load_fused_linear(store,
                             {drafter_layer_tensor(index, "self_attn.k_proj"),
                              drafter_layer_tensor(index, "self_attn.v_proj")},
                             {c.kv_size(), c.kv_size()}, c.hidden_size, c.attention_bias,
-                            LinearOptions{compute, std::max<int64_t>(max_context_rows, 1)})) {}
+                            LinearOptions{compute, std::max<int64_t>(max_context_rows, 1), LinearBackend::kAuto,
+                                          quantization})) {}
 
 void DraftLayer::write_context(const float* ctx, int64_t n, const int32_t* positions, const int64_t* slots,
                                const RopeTable& rope, const KvLayerView& kv, DraftLayerWorkspace& ws) {

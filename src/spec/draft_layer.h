@@ -42,7 +42,7 @@ class DraftLayer {
   // Reads layers.{index}.* from the drafter's store. block_rows / context_rows: the most
   // rows either path is called with.
   DraftLayer(const ModelConfig& config, const WeightStore& weights, int64_t index, DType compute,
-             int64_t max_block_rows, int64_t max_context_rows);
+             WeightQuantization quantization, int64_t max_block_rows, int64_t max_context_rows);
 
   // ctx: [n, hidden]; positions, slots: [n]. Writes the context's K/V into kv.
   void write_context(const float* ctx, int64_t n, const int32_t* positions, const int64_t* slots,

@@ -7,7 +7,8 @@
 
 namespace dspark {
 
-DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, DType compute, int64_t max_rows)
+DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, DType compute, int64_t max_rows,
+                         WeightQuantization quantization)
     : vocab_(c.layer.vocab_size),
       hidden_(c.layer.hidden_size),
       rank_(c.markov_rank),
@@ -22,7 +23,7 @@ DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, DType
       convert_f32_to_bf16(w1.data(), w1_bf16_.data(), w1.size());
     }
     const std::vector<float> w2 = store.load_f32("markov_head.markov_w2.weight", shape);
-    w2_ = std::make_unique<Linear>(w2, vocab_, rank_, std::span<const float>{}, LinearOptions{compute, max_rows});
+    w2_ = std::make_unique<Linear>(w2, vocab_, rank_, std::span<const float>{}, LinearOptions{compute, max_rows, LinearBackend::kAuto, quantization});
     markov_in_.resize(max_rows * rank_);
     markov_out_.resize(max_rows * vocab_);
     feature_.resize(rank_);

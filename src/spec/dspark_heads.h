@@ -25,7 +25,8 @@ namespace dspark {
 class DSparkHeads {
  public:
   // max_rows: the most Markov rows one add_markov_bias call handles.
-  DSparkHeads(const DrafterConfig& config, const WeightStore& weights, DType compute, int64_t max_rows);
+  DSparkHeads(const DrafterConfig& config, const WeightStore& weights, DType compute, int64_t max_rows,
+              WeightQuantization quantization = WeightQuantization::kNone);
 
   bool has_markov() const { return rank_ > 0; }
   bool has_confidence() const { return !confidence_w_.empty(); }

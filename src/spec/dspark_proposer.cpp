@@ -119,13 +119,13 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       fc_([&] {
         const int64_t shape[2] = {hidden_, fc_in_};
         return Linear(drafter.load_f32("fc.weight", shape), hidden_, fc_in_, {},
-                      LinearOptions{options_.compute, options_.max_context_rows});
+                      LinearOptions{options_.compute, options_.max_context_rows, LinearBackend::kAuto, options_.quantization});
       }()),
       hidden_norm_(load_vector(drafter, "hidden_norm.weight", hidden_)),
       final_norm_(load_vector(drafter, "norm.weight", hidden_)),
       lm_head_(load_lm_head(drafter, target, target_config, hidden_), vocab_, hidden_, {},
-               LinearOptions{options_.compute, max_block_rows_}),
-      heads_(config_, drafter, options_.compute, options_.max_running),
+               LinearOptions{options_.compute, max_block_rows_, LinearBackend::kAuto, options_.quantization}),
+      heads_(config_, drafter, options_.compute, options_.max_running, options_.quantization),
       rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + block_),
       kv_(config_.layer, kv_options(options_, block_)),
       allocator_(kv_.num_blocks()),
@@ -159,7 +159,8 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
   }
   layers_.reserve(config_.layer.num_hidden_layers);
   for (int64_t l = 0; l < config_.layer.num_hidden_layers; ++l) {
-    layers_.emplace_back(config_.layer, drafter, l, options_.compute, max_block_rows_, options_.max_context_rows);
+    layers_.emplace_back(config_.layer, drafter, l, options_.compute, options_.quantization, max_block_rows_,
+                         options_.max_context_rows);
   }
   const int32_t num_drafts = config_.num_drafts();
   for (size_t i = 0; i < slots_.size(); ++i) {

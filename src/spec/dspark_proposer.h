@@ -60,6 +60,7 @@ struct DSparkProposerOptions {
   int64_t max_pending_positions = -1;
   int64_t kv_block_size = 16;          // positions per drafter KV block
   DType compute = DType::kBF16;        // matmul dtype: kBF16 or kF32
+  WeightQuantization quantization = WeightQuantization::kNone;  // kInt8: matmul weights int8 (at load)
   DType kv_dtype = DType::kF32;        // drafter KV storage
   bool keep_base_logits = false;       // keep U_j for inspect() (tests, diagnostics)
 

@@ -30,6 +30,7 @@ std::unique_ptr<Proposer> make_block_drafter(const SpeculatorOptions& o, const T
   d.max_model_len = target.max_model_len();
   d.max_context_rows = target.options().max_batch_tokens;
   d.compute = o.compute;
+  d.quantization = o.quantization;
   DrafterConfig config = DrafterConfig::from_file(o.speculator);
   const WeightStore drafter(o.speculator);
   const WeightStore target_weights(target_dir);

@@ -27,7 +27,7 @@ struct SpeculatorOptions {
   int32_t ngram_max = 4;               // n-gram: longest tail tried first
   int64_t max_running = 1;             // the engine's max_running
   DType compute = DType::kBF16;        // draft model / drafter compute dtype
-  WeightQuantization quantization = WeightQuantization::kNone;  // draft model's matmul weights
+  WeightQuantization quantization = WeightQuantization::kNone;  // draft model's / drafter's matmul weights
   std::string target_model_dir;        // the target's directory (block drafters share its weights)
 };
 

@@ -12,7 +12,6 @@
 
 #include "bench/dataset.h"
 #include "engine/engine.h"
-#include "kernels/isa.h"
 #include "spec/proposer_factory.h"
 
 namespace dspark {
@@ -34,7 +33,6 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   const std::string param = GetParam();
   const bool int8 = param.ends_with(":int8");
   const std::string name = int8 ? param.substr(0, param.size() - 5) : param;
-  if (int8 && !isa_allowed(Isa::kVnni)) GTEST_SKIP() << "int8 weights need ISA vnni; active: " << isa_name(active_isa());
   if (!has_model(target_dir) || !std::filesystem::exists(target_dir / "model.safetensors")) {
     GTEST_SKIP() << "models/tiny-target is not trained yet";
   }

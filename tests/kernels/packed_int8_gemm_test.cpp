@@ -18,10 +18,13 @@ namespace {
 using testing::random_floats;
 using testing::same_bits;
 
-class PackedInt8GemmTest : public ::testing::Test {
+// Every int8 kernel, each run where the CPU (and the ISA cap) allows it.
+class PackedInt8GemmTest : public ::testing::TestWithParam<Int8Kernel> {
  protected:
   void SetUp() override {
-    if (!isa_allowed(Isa::kVnni)) GTEST_SKIP() << "int8 kernels need ISA vnni; active: " << isa_name(active_isa());
+    if (!isa_allowed(int8_kernel_isa(GetParam())))
+      GTEST_SKIP() << int8_kernel_name(GetParam()) << " needs ISA " << isa_name(int8_kernel_isa(GetParam()))
+                   << "; active: " << isa_name(active_isa());
   }
 };
 
@@ -42,14 +45,14 @@ TEST(Int8Quantization, RoundTripsWithinHalfAStep) {
 
 // The kernel computes exactly what the plain-loop reference computes (same integer sums,
 // same f32 operations in the same order): bit for bit.
-TEST_F(PackedInt8GemmTest, SameBitsAsReference) {
+TEST_P(PackedInt8GemmTest, SameBitsAsReference) {
   for (auto [out, in, rows] : {std::tuple{37, 53, 1}, {130, 67, 17}, {200, 333, 40}, {64, 1000, 3}, {16, 32, 13},
                               {33, 96, 7}}) {
     const auto w = random_floats(static_cast<size_t>(out * in), 1 + out);
     const auto b = random_floats(static_cast<size_t>(out), 2);
     const auto x = random_floats(static_cast<size_t>(rows * in), 3 + in, -2.0f, 2.0f);
     const Int8Weights q = quantize_int8_weights(w.data(), out, in);
-    PackedInt8Gemm gemm(q, b, rows);
+    PackedInt8Gemm gemm(q, b, rows, GetParam());
     std::vector<float> y(static_cast<size_t>(rows * out)), ref(y.size());
     gemm.multiply(x.data(), y.data(), rows);
     reference::int8_linear(x.data(), q, b.data(), ref.data(), rows);
@@ -60,11 +63,11 @@ TEST_F(PackedInt8GemmTest, SameBitsAsReference) {
 // Quantization error against the f32 product: per-block int8 on both sides keeps each
 // output within 2% of sum_k |x_k w_k| (random data; real activations are checked through
 // perplexity in the model tests).
-TEST_F(PackedInt8GemmTest, CloseToTheFloatProduct) {
+TEST_P(PackedInt8GemmTest, CloseToTheFloatProduct) {
   const int64_t out = 96, in = 512, rows = 4;
   const auto w = random_floats(static_cast<size_t>(out * in), 5);
   const auto x = random_floats(static_cast<size_t>(rows * in), 6, -2.0f, 2.0f);
-  PackedInt8Gemm gemm(quantize_int8_weights(w.data(), out, in), {}, rows);
+  PackedInt8Gemm gemm(quantize_int8_weights(w.data(), out, in), {}, rows, GetParam());
   std::vector<float> y(static_cast<size_t>(rows * out)), ref(y.size());
   gemm.multiply(x.data(), y.data(), rows);
   reference::linear(x.data(), w.data(), nullptr, ref.data(), rows, out, in, DType::kF32);
@@ -76,13 +79,13 @@ TEST_F(PackedInt8GemmTest, CloseToTheFloatProduct) {
     }
 }
 
-TEST_F(PackedInt8GemmTest, BatchAndThreadInvariant) {
+TEST_P(PackedInt8GemmTest, BatchAndThreadInvariant) {
   const int saved = num_threads();
   for (auto [out, in] : {std::pair{200, 333}, {96, 1536}, {1000, 64}}) {
     const int64_t max_rows = 130;
     const auto w = random_floats(static_cast<size_t>(out * in), 11);
     const auto x = random_floats(static_cast<size_t>(max_rows * in), 13, -3.0f, 3.0f);
-    PackedInt8Gemm gemm(quantize_int8_weights(w.data(), out, in), {}, max_rows);
+    PackedInt8Gemm gemm(quantize_int8_weights(w.data(), out, in), {}, max_rows, GetParam());
     set_num_threads(1);
     std::vector<float> single(static_cast<size_t>(max_rows * out));
     for (int64_t r = 0; r < max_rows; ++r) gemm.multiply(x.data() + r * in, single.data() + r * out, 1);
@@ -100,12 +103,12 @@ TEST_F(PackedInt8GemmTest, BatchAndThreadInvariant) {
   set_num_threads(saved);
 }
 
-TEST_F(PackedInt8GemmTest, ThroughLinear) {
+TEST(PackedInt8Gemm, ThroughLinear) {
   const auto w = random_floats(64 * 64, 31);
   const auto x = random_floats(8 * 64, 32);
   Linear linear(w, 64, 64, {}, {DType::kBF16, 8, LinearBackend::kAuto, WeightQuantization::kInt8});
   EXPECT_EQ(linear.backend(), LinearBackend::kPackedInt8);
-  EXPECT_EQ(linear.kernel_name(), "vnni512");
+  EXPECT_EQ(linear.kernel_name(), int8_kernel_name(best_int8_kernel()));
   EXPECT_LT(linear.weight_bytes(), size_t{64 * 64 * 2});
   std::vector<float> y(8 * 64), ref(y.size());
   linear.forward(x.data(), y.data(), 8);
@@ -114,11 +117,17 @@ TEST_F(PackedInt8GemmTest, ThroughLinear) {
   EXPECT_THROW(linear.forward(x.data(), y.data(), 9), Error);
 }
 
+INSTANTIATE_TEST_SUITE_P(Kernels, PackedInt8GemmTest, ::testing::Values(Int8Kernel::kAvx2, Int8Kernel::kVnni512),
+                         [](const auto& info) { return std::string(int8_kernel_name(info.param)); });
+
 TEST(PackedInt8Gemm, RejectsBadInput) {
   const auto w = random_floats(64, 1);
   Int8Weights q = quantize_int8_weights(w.data(), 8, 8);
   q.scales.pop_back();
-  EXPECT_THROW(PackedInt8Gemm(q, {}, 4, Int8Kernel::kVnni512), Error);
+  EXPECT_THROW(PackedInt8Gemm(q, {}, 4, Int8Kernel::kAvx2), Error);
+  if (!isa_allowed(Isa::kVnni)) {
+    EXPECT_THROW(PackedInt8Gemm(quantize_int8_weights(w.data(), 8, 8), {}, 4, Int8Kernel::kVnni512), Error);
+  }
   EXPECT_THROW(parse_quantization("int4"), Error);
   EXPECT_EQ(parse_quantization("int8"), WeightQuantization::kInt8);
   EXPECT_THROW(Linear(w, 8, 8, {}, {DType::kBF16, 4, LinearBackend::kPackedBf16, WeightQuantization::kInt8}), Error);

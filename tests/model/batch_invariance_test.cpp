@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
-#include "kernels/isa.h"
 #include "kernels/sampling.h"
 #include "model/transformer.h"
 #include "support/engine_runner.h"
@@ -41,8 +40,6 @@ struct Weights {
 class BatchInvariance : public ::testing::TestWithParam<Weights> {
  protected:
   void SetUp() override {
-    if (GetParam().quantization == WeightQuantization::kInt8 && !isa_allowed(Isa::kVnni))
-      GTEST_SKIP() << "int8 weights need ISA vnni; active: " << isa_name(active_isa());
     testing::TinyModelSpec spec;
     spec.model_type = "qwen3";
     spec.hidden_size = 128;

@@ -22,7 +22,9 @@ template <int kRows, int kBlocks>
 void tile(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t num_chunks, const float* bias, float* y,
           int64_t ldy, __mmask16 last_mask) {
   __m512 acc[kRows][kBlocks];
+  #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
+    #pragma GCC unroll 16
     for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint16_t* wc = w + ch * kBlocks * kBf16TileElems;
@@ -31,19 +33,24 @@ void tile(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t num_chunks,
     for (int64_t line = 0; line < kBlocks * kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       __m512bh wv[kBlocks];
+      #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b)
         wv[b] = (__m512bh)_mm512_loadu_si512(wc + b * kBf16TileElems + i * 2 * kBf16Block);
+      #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) {
         int32_t pair;
         std::memcpy(&pair, x + r * ldx + ch * kBf16Chunk + 2 * i, sizeof(pair));
         const __m512bh xv = (__m512bh)_mm512_set1_epi32(pair);
+        #pragma GCC unroll 16
         for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_dpbf16_ps(acc[r][b], xv, wv[b]);
       }
     }
   }
+  #pragma GCC unroll 16
   for (int b = 0; b < kBlocks; ++b) {
     const __m512 bv = _mm512_loadu_ps(bias + b * kBf16Block);
     const __mmask16 m = b == kBlocks - 1 ? last_mask : static_cast<__mmask16>(0xffff);
+    #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r)
       _mm512_mask_storeu_ps(y + r * ldy + b * kBf16Block, m, _mm512_add_ps(acc[r][b], bv));
   }

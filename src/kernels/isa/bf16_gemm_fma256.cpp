@@ -46,6 +46,7 @@ template <int kRows>
 void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t num_chunks,
           const float* bias, float* y, int64_t ldy, int64_t valid) {
   __m256 acc[kRows][2];
+  #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
@@ -55,10 +56,12 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
     const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
     for (int64_t line = 0; line < kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
+      #pragma GCC unroll 16
       for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wc + i * 2 * kBf16Block + h * 16));
         const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
         const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
+        #pragma GCC unroll 16
         for (int r = 0; r < kRows; ++r) {
           acc[r][h] = _mm256_fmadd_ps(_mm256_broadcast_ss(xc + r * ldx + 2 * i), even, acc[r][h]);
           acc[r][h] = _mm256_fmadd_ps(_mm256_broadcast_ss(xc + r * ldx + 2 * i + 1), odd, acc[r][h]);
@@ -67,6 +70,7 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
     }
   }
   const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
+  #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) {
     alignas(32) float out[16];
     _mm256_store_ps(out, _mm256_add_ps(acc[r][0], b0));

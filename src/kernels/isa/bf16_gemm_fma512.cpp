@@ -41,7 +41,9 @@ template <int kRows, int kBlocks>
 void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t num_chunks,
           const float* bias, float* y, int64_t ldy, __mmask16 last_mask) {
   __m512 acc[kRows][kBlocks];
+  #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
+    #pragma GCC unroll 16
     for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
   const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
@@ -52,14 +54,17 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
     for (int64_t line = 0; line < kBlocks * kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       __m512 even[kBlocks], odd[kBlocks];
+      #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b) {
         const __m512i v = _mm512_loadu_si512(wc + b * kBf16TileElems + i * 2 * kBf16Block);
         even[b] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));  // k = 2i
         odd[b] = _mm512_castsi512_ps(_mm512_and_si512(v, hi));     // k = 2i + 1
       }
+      #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) {
         const __m512 xe = _mm512_set1_ps(xc[r * ldx + 2 * i]);
         const __m512 xo = _mm512_set1_ps(xc[r * ldx + 2 * i + 1]);
+        #pragma GCC unroll 16
         for (int b = 0; b < kBlocks; ++b) {
           acc[r][b] = _mm512_fmadd_ps(xe, even[b], acc[r][b]);
           acc[r][b] = _mm512_fmadd_ps(xo, odd[b], acc[r][b]);
@@ -67,9 +72,11 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
       }
     }
   }
+  #pragma GCC unroll 16
   for (int b = 0; b < kBlocks; ++b) {
     const __m512 bv = _mm512_loadu_ps(bias + b * kBf16Block);
     const __mmask16 m = b == kBlocks - 1 ? last_mask : static_cast<__mmask16>(0xffff);
+    #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r)
       _mm512_mask_storeu_ps(y + r * ldy + b * kBf16Block, m, _mm512_add_ps(acc[r][b], bv));
   }

@@ -27,7 +27,9 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunk
           int64_t record_bytes, int64_t blocks, int64_t b0, const float* bias, float* y, int64_t ldy,
           int64_t valid_cols) {
   __m512 acc[kRows][kBlocks];
+  #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
+    #pragma GCC unroll 16
     for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
   const int8_t* q = a.q + row0 * ldq;
   const float* ts = a.scale + row0 * num_chunks;
@@ -42,20 +44,27 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunk
     const uint8_t* wb = rec + b0 * kInt8BlockBytes;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b0 * kInt8Block;
     __m512i dot[kRows][kBlocks];
+    #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r)
+      #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_setzero_si512();
     for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
       __m512i wv[kBlocks];
+      #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b) wv[b] = _mm512_loadu_si512(wb + b * kInt8BlockBytes + kq * 64);
+      #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) {
         int32_t four;
         std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
         const __m512i xv = _mm512_set1_epi32(four);
+        #pragma GCC unroll 16
         for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_dpbusd_epi32(dot[r][b], wv[b], xv);
       }
     }
+    #pragma GCC unroll 16
     for (int b = 0; b < kBlocks; ++b) {
       const __m512 s = _mm512_loadu_ps(sw + b * kInt8Block);
+      #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) {
         const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[r][b]), _mm512_set1_ps(ts[r * num_chunks + ch]),
                                          _mm512_set1_ps(cs[r * num_chunks + ch]));
@@ -63,9 +72,11 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunk
       }
     }
   }
+  #pragma GCC unroll 16
   for (int b = 0; b < kBlocks; ++b) {
     const __m512 bv = _mm512_loadu_ps(bias + b * kInt8Block);
     const __mmask16 m = lane_mask(valid_cols - b * kInt8Block);
+    #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r)
       _mm512_mask_storeu_ps(y + r * ldy + b * kInt8Block, m, _mm512_add_ps(acc[r][b], bv));
   }

@@ -51,5 +51,8 @@ void quantize_int8_row(const float* x, int64_t in, int64_t padded_in, int64_t r,
 
 // x: [rows, in] f32; y: [rows, out] f32.
 void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activations& a, float* y, int64_t rows);
+// sums: [rows, padded_in / 32] int32 scratch (Σ q_x per chunk).
+void int8_gemm_avx2(const PackedInt8View& w, const float* x, const Int8Activations& a, int32_t* sums, float* y,
+                    int64_t rows);
 
 }  // namespace dspark::kernels

@@ -1,0 +1,151 @@
+// int8 weights x int8 activations with AVX2 (no VNNI): vpmaddubsw on |q_x| and the
+// weights' signs flipped by q_x's (pairs stay below int16 saturation: 2 x 127 x 127),
+// vpmaddwd to 4-element int32 sums, plus 128 Σ q_x to get exactly the vpdpbusd sum u of the
+// offset weights. The f32 epilogue is the VNNI kernel's, so both give the same bits.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/isa/int8_kernels.h"
+
+namespace dspark::kernels {
+namespace {
+
+constexpr int64_t kPrefetchChunks = 8;
+constexpr int kMaxRows = 2;  // 2 rows x 2 halves: 4 int32 sums + 4 f32 sums (of 16 ymm)
+
+float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
+int32_t hsum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// quantize_int8_row with 8-lane vectors: the same operations, so the same bytes; also
+// keeps Σ q per chunk as an integer for the offset term.
+void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, const Int8Activations& a,
+                  int32_t* sums) {
+  const int64_t num_chunks = padded_in / kInt8Chunk;
+  int8_t* q = a.q + r * padded_in;
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+    const int64_t k0 = ch * kInt8Chunk;
+    alignas(32) float v[kInt8Chunk] = {};
+    const int64_t n = in - k0 < kInt8Chunk ? in - k0 : kInt8Chunk;
+    std::memcpy(v, x + k0, static_cast<size_t>(n) * sizeof(float));
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_load_ps(v + 8 * i)));
+    const float amax = hmax(m);
+    const float t = amax / 127.0f;
+    const __m256 inv = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    __m256i qi[4], total = _mm256_setzero_si256();
+    for (int i = 0; i < 4; ++i) {
+      qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_load_ps(v + 8 * i), inv));
+      total = _mm256_add_epi32(total, qi[i]);
+    }
+    // int32 -> int8 (values within [-127, 127]); packs interleave 128-bit lanes: undo it.
+    const __m256i w01 = _mm256_packs_epi32(qi[0], qi[1]), w23 = _mm256_packs_epi32(qi[2], qi[3]);
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23),
+                                                      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k0), bytes);
+    const int32_t sum = hsum(total);
+    sums[r * num_chunks + ch] = sum;
+    a.scale[r * num_chunks + ch] = t;
+    a.offset[r * num_chunks + ch] = t * static_cast<float>(128 * sum);
+  }
+}
+
+// kRows rows x one 16-output block (two 8-lane halves) at block b of a group.
+template <int kRows>
+void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t ldq, int64_t num_chunks,
+          const uint8_t* records, int64_t record_bytes, int64_t blocks, int64_t b, const float* bias, float* y,
+          int64_t ldy, int64_t valid) {
+  __m256 acc[kRows][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const int8_t* q = a.q + row0 * ldq;
+  const float* ts = a.scale + row0 * num_chunks;
+  const float* cs = a.offset + row0 * num_chunks;
+  const int32_t* ss = sums + row0 * num_chunks;
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+    const uint8_t* rec = records + ch * record_bytes;
+    const uint8_t* ahead = rec + kPrefetchChunks * record_bytes + b * kInt8BlockBytes;
+    for (int64_t line = 0; line < kInt8BlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+    const uint8_t* wb = rec + b * kInt8BlockBytes;
+    const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b * kInt8Block;
+    __m256i dot[kRows][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
+    for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
+      __m256i w[2];
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)  // signed weights: (q + 128) ^ 0x80 = q
+        w[h] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + kq * 64 + h * 32)), flip);
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        int32_t four;
+        std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
+        const __m256i xv = _mm256_set1_epi32(four);
+        const __m256i xa = _mm256_abs_epi8(xv);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h)
+          dot[r][h] = _mm256_add_epi32(
+              dot[r][h], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w[h], xv)), ones));
+      }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256 s = _mm256_loadu_ps(sw + h * 8);
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        // u = Σ q_w q_x + 128 Σ q_x: exactly what vpdpbusd sums for the offset weights.
+        const __m256i u = _mm256_add_epi32(dot[r][h], _mm256_set1_epi32(128 * ss[r * num_chunks + ch]));
+        const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(u), _mm256_set1_ps(ts[r * num_chunks + ch]),
+                                         _mm256_set1_ps(cs[r * num_chunks + ch]));
+        acc[r][h] = _mm256_fmadd_ps(t, s, acc[r][h]);
+      }
+    }
+  }
+  const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
+  for (int r = 0; r < kRows; ++r) {
+    alignas(32) float out[16];
+    _mm256_store_ps(out, _mm256_add_ps(acc[r][0], b0));
+    _mm256_store_ps(out + 8, _mm256_add_ps(acc[r][1], b1));
+    std::memcpy(y + r * ldy, out, static_cast<size_t>(valid < 16 ? valid : 16) * sizeof(float));
+  }
+}
+
+}  // namespace
+
+void int8_gemm_avx2(const PackedInt8View& w, const float* x, const Int8Activations& a, int32_t* sums, float* y,
+                    int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) quantize_row(x + r * w.in, w.in, w.padded_in, r, a, sums);
+  const int64_t num_chunks = w.padded_in / kInt8Chunk;
+  const bool parallel = rows * w.out * w.in >= (int64_t{1} << 17);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t g = 0; g < w.num_groups; ++g) {
+    const int64_t col = g * kInt8Group;
+    const int64_t blocks = w.out - col > kInt8Block ? 2 : 1;
+    const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
+    const uint8_t* records = w.records + g * num_chunks * kInt8ChunkRecord;
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t r = 0; r < rows; r += kMaxRows) {
+        const int64_t valid = w.out - col - b * kInt8Block;
+        auto* fn = rows - r >= 2 ? tile<2> : tile<1>;
+        fn(a, sums, r, w.padded_in, num_chunks, records, record_bytes, blocks, b, w.bias + col + b * kInt8Block,
+           y + r * w.out + col + b * kInt8Block, w.out, valid);
+      }
+  }
+}
+
+}  // namespace dspark::kernels
