@@ -13,5 +13,6 @@ void register_serve(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_plot(CLI::App& app);
 void register_perplexity(CLI::App& app);
+void register_quantize(CLI::App& app);
 
 }  // namespace dspark::cli

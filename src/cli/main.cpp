@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   dspark::cli::register_bench(app);
   dspark::cli::register_plot(app);
   dspark::cli::register_perplexity(app);
+  dspark::cli::register_quantize(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

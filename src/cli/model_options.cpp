@@ -13,8 +13,6 @@
 #include "core/threads.h"
 #include "engine/step_profile.h"
 #include "kernels/isa.h"
-#include "kernels/packed_bf16_gemm.h"
-#include "kernels/packed_int8_gemm.h"
 
 namespace dspark::cli {
 
@@ -66,18 +64,22 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
 }
 
 void apply_isa(const ModelArgs& a) {
-  static bool printed = false;
   if (a.isa != "auto") set_active_isa(parse_isa(a.isa));
-  const WeightQuantization quantization = parse_quantization(a.quantization);
+}
+
+namespace {
+
+// One line on stderr, once per process: which kernels the target runs on.
+void print_kernels(const Transformer& model) {
+  static bool printed = false;
   if (printed) return;
   printed = true;
-  const std::string matmul = quantization == WeightQuantization::kInt8
-                                 ? std::string(int8_kernel_name(best_int8_kernel()))
-                                 : std::string(bf16_kernel_name(best_bf16_kernel()));
+  const bool int8 = model.options().quantization == WeightQuantization::kInt8 || model.config().int8_weights;
   fmt::print(stderr, "kernels: isa {} (cpu best {}), matmul {} ({} weights)\n", isa_name(active_isa()),
-             isa_name(best_isa()), a.dtype == "f32" && quantization == WeightQuantization::kNone ? "onednn" : matmul,
-             quantization == WeightQuantization::kInt8 ? "int8" : a.dtype);
+             isa_name(best_isa()), model.matmul_kernel(), int8 ? "int8" : dtype_name(model.options().compute));
 }
+
+}  // namespace
 
 LoadedModel load_model(const ModelArgs& a, int64_t max_sequences, std::vector<int32_t> capture_layers) {
   if (a.threads > 0) set_num_threads(a.threads);
@@ -93,6 +95,7 @@ LoadedModel load_model(const ModelArgs& a, int64_t max_sequences, std::vector<in
   options.capture_layers = std::move(capture_layers);
   LoadedModel loaded;
   loaded.model = Transformer::load(dir, options);
+  print_kernels(*loaded.model);
   loaded.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_dir(dir));
   return loaded;
 }

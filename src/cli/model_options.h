@@ -39,7 +39,7 @@ void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_generation_options(CLI::App* cmd, GenerationOptions& options);
 void add_speculator_options(CLI::App* cmd, SpeculatorOptions& options);
 
-// Applies the ISA cap (--isa) once per process and prints which kernels run (one line).
+// Applies the ISA cap (--isa); load_model prints which kernels run (one line, once).
 void apply_isa(const ModelArgs& args);
 
 // Applies the thread count and the ISA cap, then loads model and tokenizer (clear errors for a missing

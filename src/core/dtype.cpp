@@ -12,6 +12,7 @@ size_t dtype_size(DType dtype) {
     case DType::kBF16: return 2;
     case DType::kF16: return 2;
     case DType::kF8E4M3: return 1;
+    case DType::kI8: return 1;
   }
   DSPARK_FAIL("unknown dtype {}", static_cast<int>(dtype));
 }
@@ -22,6 +23,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::kBF16: return "bf16";
     case DType::kF16: return "f16";
     case DType::kF8E4M3: return "f8_e4m3";
+    case DType::kI8: return "i8";
   }
   return "?";
 }
@@ -90,6 +92,7 @@ void convert_to_f32(const void* src, DType from, float* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) dst[i] = f8e4m3_to_float(s[i]);
       return;
     }
+    case DType::kI8: break;  // quantized values mean nothing without their scales
   }
   DSPARK_FAIL("unknown dtype {}", static_cast<int>(from));
 }

@@ -11,10 +11,11 @@
 
 namespace dspark {
 
-enum class DType : uint8_t { kF32, kBF16, kF16, kF8E4M3 };
+// kI8: int8 values, stored only (quantized weights come with their scales).
+enum class DType : uint8_t { kF32, kBF16, kF16, kF8E4M3, kI8 };
 
 size_t dtype_size(DType dtype);
-std::string_view dtype_name(DType dtype);     // "f32", "bf16", "f16", "f8_e4m3"
+std::string_view dtype_name(DType dtype);     // "f32", "bf16", "f16", "f8_e4m3", "i8"
 DType parse_dtype(std::string_view name);     // accepts the names above; throws otherwise
 inline std::ostream& operator<<(std::ostream& os, DType dtype) { return os << dtype_name(dtype); }
 

@@ -93,6 +93,14 @@ struct Linear::Impl {
   // kOneDnn bf16: x rounded to bf16, [max_rows, in].
   AlignedBuffer x_bf16;
 
+  Impl(const Int8Weights& weight, std::span<const float> bias, const LinearOptions& opts)
+      : out(weight.out), in(weight.in), options(opts), has_bias(!bias.empty()) {
+    DSPARK_CHECK(options.max_rows >= 1, "Linear: max_rows must be >= 1, got {}", options.max_rows);
+    options.backend = LinearBackend::kPackedInt8;
+    options.quantization = WeightQuantization::kInt8;
+    packed_int8.emplace(weight, bias, options.max_rows);
+  }
+
   Impl(std::span<const float> weight, int64_t out_features, int64_t in_features,
        std::span<const float> bias, const LinearOptions& opts)
       : out(out_features), in(in_features), options(opts), has_bias(!bias.empty()) {
@@ -247,6 +255,9 @@ struct Linear::Impl {
 Linear::Linear(std::span<const float> weight, int64_t out_features, int64_t in_features,
                std::span<const float> bias, const LinearOptions& options)
     : impl_(std::make_unique<Impl>(weight, out_features, in_features, bias, options)) {}
+
+Linear::Linear(const Int8Weights& weight, std::span<const float> bias, const LinearOptions& options)
+    : impl_(std::make_unique<Impl>(weight, bias, options)) {}
 Linear::~Linear() = default;
 Linear::Linear(Linear&&) noexcept = default;
 Linear& Linear::operator=(Linear&&) noexcept = default;

@@ -33,6 +33,7 @@
 #include <string_view>
 
 #include "core/dtype.h"
+#include "kernels/packed_int8_gemm.h"
 
 namespace dspark {
 
@@ -55,6 +56,9 @@ class Linear {
   // weight: [out_features, in_features]; bias: [out_features] or empty.
   Linear(std::span<const float> weight, int64_t out_features, int64_t in_features,
          std::span<const float> bias, const LinearOptions& options);
+  // Weights already quantized (a checkpoint saved by `dspark quantize`): backend
+  // kPackedInt8 whatever options.quantization says; compute is ignored.
+  Linear(const Int8Weights& weight, std::span<const float> bias, const LinearOptions& options);
   ~Linear();
   Linear(Linear&&) noexcept;
   Linear& operator=(Linear&&) noexcept;

@@ -28,6 +28,8 @@ Isa int8_kernel_isa(Int8Kernel kernel);                 // the level a kernel ne
 // The kernel kBest resolves to under the current ISA cap: VNNI where allowed, else AVX2.
 Int8Kernel best_int8_kernel();
 
+inline constexpr int64_t kInt8ScaleBlock = 32;  // columns of k per weight scale
+
 // W quantized as the kernels store it: q [out, in] in [-127, 127] and scales
 // [out, ceil(in / 32)]; w ≈ q · scale of its block.
 struct Int8Weights {

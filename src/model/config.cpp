@@ -199,6 +199,19 @@ ModelConfig ModelConfig::from_json(const json& root, const std::string& source) 
   DSPARK_CHECK(act == "silu", "{}: hidden_act '{}' is not supported (only silu)", source, act);
 
   c.tie_word_embeddings = fields.get_bool("tie_word_embeddings", false);
+  // Weight formats dspark cannot compute are refused here rather than failing on a tensor.
+  if (const json* quantization = fields.find("quantization_config")) {
+    DSPARK_CHECK(quantization->is_object(), "{}: field 'quantization_config' must be an object, got {}", source,
+                 describe_json(*quantization));
+    const JsonFields q(*quantization, source, "quantization_config.");
+    const std::string method = q.get_string("quant_method").value_or("");
+    DSPARK_CHECK(method == "dspark_int8",
+                 "{}: quantization_config.quant_method '{}' is not supported (dspark reads dspark_int8, "
+                 "written by `dspark quantize`)",
+                 source, method);
+    DSPARK_CHECK(q.get_int("group_size", 32) == 32, "{}: quantization_config.group_size must be 32", source);
+    c.int8_weights = true;
+  }
   switch (c.model_type) {
     case ModelType::kLlama:
       c.attention_bias = c.attention_output_bias = fields.get_bool("attention_bias", false);
@@ -279,6 +292,7 @@ json ModelConfig::to_json() const {
   }
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = tie_word_embeddings;
+  if (int8_weights) j["quantization_config"] = {{"quant_method", "dspark_int8"}, {"group_size", 32}};
   if (reads_attention_bias) j["attention_bias"] = attention_bias;
   if (model_type == ModelType::kLlama) j["mlp_bias"] = mlp_bias;
   if (model_type == ModelType::kMistral) j["sliding_window"] = nullptr;

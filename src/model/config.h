@@ -53,6 +53,7 @@ struct ModelConfig {
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;   // lm_head shares model.embed_tokens.weight
+  bool int8_weights = false;          // quantization_config dspark_int8: matmul weights stored int8
   bool attention_bias = false;        // bias on q/k/v projections (qwen2: always true)
   bool attention_output_bias = false; // bias on o_proj (llama with attention_bias=true)
   bool mlp_bias = false;              // bias on gate/up/down (llama mlp_bias)

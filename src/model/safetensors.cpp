@@ -41,7 +41,7 @@ constexpr std::array<DTypeTag, 15> kDTypeTags = {{
     {"U32", 4, std::nullopt},
     {"I16", 2, std::nullopt},
     {"U16", 2, std::nullopt},
-    {"I8", 1, std::nullopt},
+    {"I8", 1, DType::kI8},
     {"U8", 1, std::nullopt},
     {"BOOL", 1, std::nullopt},
 }};

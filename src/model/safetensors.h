@@ -63,11 +63,15 @@ class WeightStore {
   bool contains(const std::string& name) const;
   // Throws naming the directory and tensor when absent.
   const TensorInfo& get(const std::string& name) const;
+  // Like get, for any dtype (also ones the engine cannot load).
+  const TensorInfo& find(const std::string& name) const;
   // Checks the shape (Error names file, tensor, expected and actual shape) and converts to f32.
   std::vector<float> load_f32(const std::string& name, std::span<const int64_t> expected_shape) const;
   // The same into caller-owned memory of exactly num_elements floats (e.g. an AlignedBuffer).
   void load_f32_into(const std::string& name, std::span<const int64_t> expected_shape,
                      std::span<float> out) const;
+  // An I8 tensor (a quantized weight) with its shape checked; any other dtype is an Error.
+  std::vector<int8_t> load_i8(const std::string& name, std::span<const int64_t> expected_shape) const;
   std::vector<std::string> names() const;  // sorted
   size_t num_files() const { return files_.size(); }
   const std::filesystem::path& dir() const { return dir_; }
@@ -80,7 +84,7 @@ class WeightStore {
 
 // "[a, b]": shapes as they appear in error messages.
 std::string format_shape(std::span<const int64_t> shape);
-// The header's name of a dtype: "F32", "BF16", "F16", "F8_E4M3".
+// The header's name of a dtype: "F32", "BF16", "F16", "F8_E4M3", "I8".
 std::string_view safetensors_dtype_tag(DType dtype);
 
 // One tensor to write: raw little-endian bytes of the given dtype and shape.
@@ -95,6 +99,7 @@ TensorToWrite make_f32_tensor(std::string name, std::vector<int64_t> shape, std:
 // Rounds to nearest even.
 TensorToWrite make_bf16_tensor(std::string name, std::vector<int64_t> shape, std::span<const float> values);
 TensorToWrite make_f16_tensor(std::string name, std::vector<int64_t> shape, std::span<const float> values);
+TensorToWrite make_i8_tensor(std::string name, std::vector<int64_t> shape, std::span<const int8_t> values);
 
 // Writes atomically (temp file + rename). Tensors are laid out in the order given, back to
 // back (the format allows no holes); the header is padded with spaces to a multiple of 8

@@ -107,6 +107,16 @@ TensorToWrite make_f16_tensor(std::string name, std::vector<int64_t> shape,
                                float_to_f16);
 }
 
+TensorToWrite make_i8_tensor(std::string name, std::vector<int64_t> shape, std::span<const int8_t> values) {
+  const int64_t n = checked_num_elements(name, shape);
+  DSPARK_CHECK(static_cast<int64_t>(values.size()) == n, "tensor '{}': {} values given for shape {} ({} elements)",
+               name, values.size(), format_shape(shape), n);
+  TensorToWrite t{std::move(name), DType::kI8, std::move(shape), {}};
+  t.bytes.resize(values.size());
+  std::memcpy(t.bytes.data(), values.data(), values.size());
+  return t;
+}
+
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   const std::string file = path.string();

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "kernels/norm.h"
+#include "model/fused_linear.h"
 #include "model/rope_frequencies.h"
 
 namespace dspark {
@@ -24,6 +25,7 @@ Linear make_lm_head(const WeightStore& store, const ModelConfig& c, const std::v
   if (c.tie_word_embeddings && !store.contains("lm_head.weight")) {
     return Linear(embedding, c.vocab_size, c.hidden_size, {}, options);
   }
+  if (is_quantized(store, "lm_head")) return Linear(load_int8_weights(store, "lm_head", c.vocab_size, c.hidden_size), {}, options);
   const int64_t shape[2] = {c.vocab_size, c.hidden_size};
   const std::vector<float> w = store.load_f32("lm_head.weight", shape);
   return Linear(w, c.vocab_size, c.hidden_size, {}, options);

@@ -1,6 +1,7 @@
 // WeightStore: finding a checkpoint's safetensors files and serving its tensors as f32.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -106,11 +107,15 @@ WeightStore::WeightStore(const fs::path& model_dir) : dir_(model_dir) {
 
 bool WeightStore::contains(const std::string& name) const { return index_.contains(name); }
 
-const TensorInfo& WeightStore::get(const std::string& name) const {
+const TensorInfo& WeightStore::find(const std::string& name) const {
   auto it = index_.find(name);
   DSPARK_CHECK(it != index_.end(), "{}: no tensor '{}' in the checkpoint ({} tensors)",
                dir_.string(), name, index_.size());
-  const TensorInfo& info = *it->second;
+  return *it->second;
+}
+
+const TensorInfo& WeightStore::get(const std::string& name) const {
+  const TensorInfo& info = find(name);
   DSPARK_CHECK(info.supported,
                "{}: tensor '{}' has dtype {}, which cannot be loaded (supported: F32, BF16, F16, "
                "F8_E4M3)",
@@ -121,6 +126,9 @@ const TensorInfo& WeightStore::get(const std::string& name) const {
 void WeightStore::load_f32_into(const std::string& name, std::span<const int64_t> expected_shape,
                                 std::span<float> out) const {
   const TensorInfo& info = get(name);
+  DSPARK_CHECK(info.dtype != DType::kI8,
+               "{}: tensor '{}' is int8 (a quantized weight): it is loaded with its scales '{}_scale'",
+               info.file.string(), name, name);
   DSPARK_CHECK(std::ranges::equal(info.shape, expected_shape),
                "{}: tensor '{}' has shape {}, expected {}", info.file.string(), name,
                format_shape(info.shape), format_shape(expected_shape));
@@ -148,6 +156,18 @@ std::vector<float> WeightStore::load_f32(const std::string& name,
                format_shape(info.shape), format_shape(expected_shape));
   std::vector<float> values(static_cast<size_t>(info.num_elements()));
   load_f32_into(name, expected_shape, values);
+  return values;
+}
+
+std::vector<int8_t> WeightStore::load_i8(const std::string& name, std::span<const int64_t> expected_shape) const {
+  const TensorInfo& info = get(name);
+  DSPARK_CHECK(info.dtype == DType::kI8, "{}: tensor '{}' has dtype {}, expected I8 (next to its '{}_scale')",
+               info.file.string(), name, info.dtype_tag, name);
+  DSPARK_CHECK(std::ranges::equal(info.shape, expected_shape),
+               "{}: tensor '{}' has shape {}, expected {}", info.file.string(), name,
+               format_shape(info.shape), format_shape(expected_shape));
+  std::vector<int8_t> values(static_cast<size_t>(info.num_elements()));
+  std::memcpy(values.data(), info.bytes.data(), values.size());
   return values;
 }
 

@@ -68,9 +68,9 @@ std::vector<float> load_lm_head(const WeightStore& drafter, const WeightStore& t
                                 int64_t hidden) {
   const int64_t shape[2] = {tc.vocab_size, hidden};
   if (!shares_lm_head(drafter)) return drafter.load_f32("lm_head.weight", shape);
-  if (tc.tie_word_embeddings && !target.contains("lm_head.weight")) {
-    return target.load_f32("model.embed_tokens.weight", shape);
-  }
+  // Tied: the embedding is the LM head (a quantized target keeps it in bf16 and adds an
+  // int8 lm_head.weight of the same values).
+  if (tc.tie_word_embeddings) return target.load_f32("model.embed_tokens.weight", shape);
   return target.load_f32("lm_head.weight", shape);
 }
 

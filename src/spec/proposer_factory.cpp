@@ -22,6 +22,11 @@ std::filesystem::path require_target_dir(const SpeculatorOptions& o) {
   return o.target_model_dir;
 }
 
+// A target saved with int8 weights gets an int8 drafter too, as --quantization int8 would.
+WeightQuantization drafter_quantization(const SpeculatorOptions& o, const Transformer& target) {
+  return target.config().int8_weights ? WeightQuantization::kInt8 : o.quantization;
+}
+
 std::unique_ptr<Proposer> make_block_drafter(const SpeculatorOptions& o, const Transformer& target) {
   const std::filesystem::path target_dir = require_target_dir(o);
   DSparkProposerOptions d;
@@ -30,7 +35,7 @@ std::unique_ptr<Proposer> make_block_drafter(const SpeculatorOptions& o, const T
   d.max_model_len = target.max_model_len();
   d.max_context_rows = target.options().max_batch_tokens;
   d.compute = o.compute;
-  d.quantization = o.quantization;
+  d.quantization = drafter_quantization(o, target);
   DrafterConfig config = DrafterConfig::from_file(o.speculator);
   const WeightStore drafter(o.speculator);
   const WeightStore target_weights(target_dir);
@@ -59,7 +64,7 @@ std::unique_ptr<Proposer> make_proposer(const SpeculatorOptions& o, const Transf
   if (names_drafter(o)) return make_block_drafter(o, target);
   TransformerOptions to;
   to.compute = o.compute;
-  to.quantization = o.quantization;
+  to.quantization = drafter_quantization(o, target);
   to.max_sequences = o.max_running;
   to.max_batch_tokens = std::max<int64_t>(target.options().max_batch_tokens, o.max_running);
   to.max_model_len = 0;
