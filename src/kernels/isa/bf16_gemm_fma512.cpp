@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/bf16_round_avx512.h"
 
 namespace dspark::kernels {
 namespace {
@@ -15,21 +16,6 @@ constexpr int kMaxRows = 5;  // 5 rows x 4 blocks = 20 accumulators + 8 widened 
 
 __mmask16 lane_mask(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-}
-
-// dst[0, n) = bf16-rounded src (nearest even, NaN kept quiet), as f32.
-void round_row(const float* src, float* dst, int64_t n) {
-  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = lane_mask(n - i);
-    const __m512 v = _mm512_maskz_loadu_ps(m, src + i);
-    const __m512i u = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    const __m512i bits = _mm512_mask_or_epi32(rounded, nan, u, _mm512_set1_epi32(0x00400000));
-    _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_and_si512(bits, hi)));
-  }
 }
 
 // kRows x kBlocks outputs of one group. x: [kRows, ldx] f32; w: the group's tiles at block
@@ -109,7 +95,7 @@ TileFn tile_fn(int64_t rows, int64_t blocks) {
 
 void bf16_gemm_fma512(const PackedBf16View& w, const float* x, float* scratch, float* y, int64_t rows) {
   const int64_t ldx = w.padded_in;
-  for (int64_t r = 0; r < rows; ++r) round_row(x + r * w.in, scratch + r * ldx, w.in);
+  for (int64_t r = 0; r < rows; ++r) bf16_round_row_f32_avx512(x + r * w.in, scratch + r * ldx, w.in);
   const int64_t num_chunks = w.padded_in / kBf16Chunk;
   const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;  // of every full group
   const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
