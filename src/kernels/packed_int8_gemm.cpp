@@ -18,6 +18,8 @@ using kernels::kInt8Group;
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+static_assert(kInt8ScaleBlock == kInt8Chunk, "one weight scale per kernel chunk");
+
 }  // namespace
 
 std::string_view int8_kernel_name(Int8Kernel kernel) {
