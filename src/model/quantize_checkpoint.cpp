@@ -72,6 +72,7 @@ void quantize_checkpoint(const fs::path& model_dir, const fs::path& out_dir) {
   }
 
   fs::create_directories(out_dir);
+  fs::remove(out_dir / "model.safetensors.index.json");  // a stale index would shadow the new file
   for (const auto& entry : fs::directory_iterator(model_dir)) {
     const std::string file = entry.path().filename().string();
     if (!entry.is_regular_file() || entry.path().extension() == ".safetensors" ||
