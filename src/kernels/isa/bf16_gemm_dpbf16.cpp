@@ -28,9 +28,11 @@ void tile(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t num_chunks,
     for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint16_t* wc = w + ch * kBlocks * kBf16TileElems;
-    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead.
+    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead
+    // (tiles of several rows only; at one row the hardware prefetcher keeps up).
     const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * kBlocks * kBf16TileElems);
-    for (int64_t line = 0; line < kBlocks * kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+    if constexpr (kRows > 1)
+      for (int64_t line = 0; line < kBlocks * kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       __m512bh wv[kBlocks];
       #pragma GCC unroll 16

@@ -52,9 +52,11 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint16_t* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
-    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead.
+    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead
+    // (tiles of several rows only; at one row the hardware prefetcher keeps up).
     const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
-    for (int64_t line = 0; line < kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+    if constexpr (kRows > 1)
+      for (int64_t line = 0; line < kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       #pragma GCC unroll 16
       for (int h = 0; h < 2; ++h) {

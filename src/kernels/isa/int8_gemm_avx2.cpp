@@ -79,8 +79,9 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
     const uint8_t* ahead = rec + kPrefetchChunks * record_bytes + b * kInt8BlockBytes;
-    for (int64_t line = 0; line < kInt8BlockBytes; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+    if constexpr (kRows > 1)
+      for (int64_t line = 0; line < kInt8BlockBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec + b * kInt8BlockBytes;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b * kInt8Block;
     __m256i dot[kRows][2];
