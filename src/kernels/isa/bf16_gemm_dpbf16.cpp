@@ -5,6 +5,7 @@
 
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/isa/bf16_round_avx512.h"
+#include "kernels/isa/tile_table.h"
 
 namespace dspark::kernels {
 namespace {
@@ -58,29 +59,13 @@ void tile(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t num_chunks,
   }
 }
 
-using TileFn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, const float*, float*, int64_t,
-                        __mmask16);
-
-template <int kRows>
-TileFn tile_for_blocks(int64_t blocks) {
-  switch (blocks) {
-    case 1: return tile<kRows, 1>;
-    case 2: return tile<kRows, 2>;
-    case 3: return tile<kRows, 3>;
-    default: return tile<kRows, 4>;
-  }
-}
-
-TileFn tile_fn(int64_t rows, int64_t blocks) {
-  switch (rows) {
-    case 1: return tile_for_blocks<1>(blocks);
-    case 2: return tile_for_blocks<2>(blocks);
-    case 3: return tile_for_blocks<3>(blocks);
-    case 4: return tile_for_blocks<4>(blocks);
-    case 5: return tile_for_blocks<5>(blocks);
-    default: return tile_for_blocks<6>(blocks);
-  }
-}
+// The tile instantiations, for tile_for (kernels/isa/tile_table.h).
+struct Tiles {
+  using Fn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, const float*, float*, int64_t,
+                      __mmask16);
+  template <int kRows, int kBlocks>
+  static constexpr Fn run = tile<kRows, kBlocks>;
+};
 
 }  // namespace
 
@@ -99,8 +84,8 @@ void bf16_gemm_dpbf16(const PackedBf16View& w, const float* x, uint16_t* scratch
     // The group's weights (64 x in bf16) stay in L2 across the row tiles.
     for (int64_t r = 0; r < rows; r += kMaxRows) {
       const int64_t n = rows - r < kMaxRows ? rows - r : kMaxRows;
-      tile_fn(n, blocks)(scratch + r * ldx, ldx, wg, num_chunks, w.bias + col, y + r * w.out + col, w.out,
-                         lane_mask(valid_last));
+      const Tiles::Fn tile_fn = tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks);
+      tile_fn(scratch + r * ldx, ldx, wg, num_chunks, w.bias + col, y + r * w.out + col, w.out, lane_mask(valid_last));
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/isa/bf16_round_avx512.h"
+#include "kernels/isa/tile_table.h"
 
 namespace dspark::kernels {
 namespace {
@@ -70,28 +71,13 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
   }
 }
 
-using TileFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, const float*, float*, int64_t,
-                        __mmask16);
-
-template <int kRows>
-TileFn tile_for_blocks(int64_t blocks) {
-  switch (blocks) {
-    case 1: return tile<kRows, 1>;
-    case 2: return tile<kRows, 2>;
-    case 3: return tile<kRows, 3>;
-    default: return tile<kRows, 4>;
-  }
-}
-
-TileFn tile_fn(int64_t rows, int64_t blocks) {
-  switch (rows) {
-    case 1: return tile_for_blocks<1>(blocks);
-    case 2: return tile_for_blocks<2>(blocks);
-    case 3: return tile_for_blocks<3>(blocks);
-    case 4: return tile_for_blocks<4>(blocks);
-    default: return tile_for_blocks<5>(blocks);
-  }
-}
+// The tile instantiations, for tile_for (kernels/isa/tile_table.h).
+struct Tiles {
+  using Fn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, const float*, float*, int64_t,
+                      __mmask16);
+  template <int kRows, int kBlocks>
+  static constexpr Fn run = tile<kRows, kBlocks>;
+};
 
 }  // namespace
 
@@ -110,8 +96,9 @@ void bf16_gemm_fma512(const PackedBf16View& w, const float* x, float* scratch, f
     // Row tiles re-read the group's weights from L2; memory sees them once per call.
     for (int64_t r = 0; r < rows; r += kMaxRows) {
       const int64_t n = rows - r < kMaxRows ? rows - r : kMaxRows;
-      tile_fn(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems, num_chunks, w.bias + col,
-                         y + r * w.out + col, w.out, lane_mask(valid_last));
+      const Tiles::Fn tile_fn = tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks);
+      tile_fn(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems, num_chunks, w.bias + col, y + r * w.out + col, w.out,
+              lane_mask(valid_last));
     }
   }
 }
