@@ -101,7 +101,8 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
   x_q_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_));
   x_scale_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
   x_offset_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
-  x_sum_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(int32_t));
+  if (kernel_ == Int8Kernel::kAvx2)
+    x_sum_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(int32_t));
 }
 
 void PackedInt8Gemm::multiply(const float* x, float* y, int64_t num_rows) {

@@ -76,6 +76,11 @@ static inline __m256i to_bf16(__m512 v) {
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16));
 }
 
+// 16 f32 rounded to bf16 and widened back to f32 (exact): what a bf16 product sees.
+static inline __m512 round_to_bf16(__m512 v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(to_bf16(v)), 16));
+}
+
 static inline void f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = lanes(n - i);

@@ -3,7 +3,7 @@
 #include <immintrin.h>
 
 #include "kernels/isa/bf16_kernels.h"
-#include "kernels/isa/bf16_round_avx512.h"
+#include "kernels/simd.h"
 
 namespace dspark::kernels {
 namespace {
@@ -26,10 +26,6 @@ void load_tile_config() {
   _tile_loadconfig(&config);
 }
 
-__mmask16 lane_mask(int64_t n) {
-  if (n <= 0) return 0;
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-}
 
 // One x row block (16 rows, ldx) times kBlocks (1..4) column blocks of a group (w: first
 // block's tile of chunk 0; chunk_stride: bf16 between chunks). Tiles: 0-3 accumulators,
@@ -114,7 +110,7 @@ OneRowBlockFn one_row_block_fn(int64_t blocks) {
 
 void bf16_gemm_amx(const PackedBf16View& w, const float* x, uint16_t* scratch, float* y, int64_t rows) {
   const int64_t ldx = w.padded_in;
-  for (int64_t r = 0; r < rows; ++r) bf16_round_row_avx512(x + r * w.in, scratch + r * ldx, w.in);
+  for (int64_t r = 0; r < rows; ++r) simd::f32_to_bf16_avx512(x + r * w.in, scratch + r * ldx, w.in);
   const int64_t num_chunks = w.padded_in / kBf16Chunk;
   const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
   const int64_t out = w.out;
@@ -132,7 +128,7 @@ void bf16_gemm_amx(const PackedBf16View& w, const float* x, uint16_t* scratch, f
       auto store = [&](int64_t r0, int64_t n) {
         for (int64_t b = 0; b < blocks; ++b) {
           const int64_t n0 = g * kBf16Group + b * kBf16Block;
-          const __mmask16 m = lane_mask(out - n0);
+          const __mmask16 m = simd::lanes(out - n0);
           const __m512 bv = _mm512_loadu_ps(w.bias + n0);
           for (int64_t r = 0; r < n; ++r)
             _mm512_mask_storeu_ps(y + (r0 + r) * out + n0, m,

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "kernels/isa/bf16_kernels.h"
-#include "kernels/isa/bf16_round_avx512.h"
 #include "kernels/isa/tile_table.h"
+#include "kernels/simd.h"
 
 namespace dspark::kernels {
 namespace {
@@ -13,9 +13,6 @@ namespace {
 constexpr int64_t kPrefetchChunks = 4;  // 4-16 KB ahead
 constexpr int kMaxRows = 6;  // 6 rows x 4 blocks = 24 accumulators (of 32 zmm)
 
-__mmask16 lane_mask(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-}
 
 // kRows x kBlocks outputs of one group: x [kRows, ldx] bf16; w: the group's packed tiles
 // ([chunks][kBlocks][16 kp][16][2]); y row stride ldy; the last block stores last_mask lanes.
@@ -71,7 +68,7 @@ struct Tiles {
 
 void bf16_gemm_dpbf16(const PackedBf16View& w, const float* x, uint16_t* scratch, float* y, int64_t rows) {
   const int64_t ldx = w.padded_in;
-  for (int64_t r = 0; r < rows; ++r) bf16_round_row_avx512(x + r * w.in, scratch + r * ldx, w.in);
+  for (int64_t r = 0; r < rows; ++r) simd::f32_to_bf16_avx512(x + r * w.in, scratch + r * ldx, w.in);
   const int64_t num_chunks = w.padded_in / kBf16Chunk;
   const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
   const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
@@ -85,7 +82,7 @@ void bf16_gemm_dpbf16(const PackedBf16View& w, const float* x, uint16_t* scratch
     for (int64_t r = 0; r < rows; r += kMaxRows) {
       const int64_t n = rows - r < kMaxRows ? rows - r : kMaxRows;
       const Tiles::Fn tile_fn = tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks);
-      tile_fn(scratch + r * ldx, ldx, wg, num_chunks, w.bias + col, y + r * w.out + col, w.out, lane_mask(valid_last));
+      tile_fn(scratch + r * ldx, ldx, wg, num_chunks, w.bias + col, y + r * w.out + col, w.out, simd::lanes(valid_last));
     }
   }
 }

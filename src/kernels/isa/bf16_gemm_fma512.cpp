@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "kernels/isa/bf16_kernels.h"
-#include "kernels/isa/bf16_round_avx512.h"
 #include "kernels/isa/tile_table.h"
+#include "kernels/simd.h"
 
 namespace dspark::kernels {
 namespace {
@@ -15,9 +15,6 @@ namespace {
 constexpr int64_t kPrefetchChunks = 4;  // 4-16 KB ahead
 constexpr int kMaxRows = 5;  // 5 rows x 4 blocks = 20 accumulators + 8 widened weights (of 32 zmm)
 
-__mmask16 lane_mask(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-}
 
 // kRows x kBlocks outputs of one group. x: [kRows, ldx] f32; w: the group's tiles at block
 // b0 of chunk 0 (chunk_stride bf16 between chunks); y row stride ldy; the last block
@@ -79,11 +76,19 @@ struct Tiles {
   static constexpr Fn run = tile<kRows, kBlocks>;
 };
 
+// dst[0, n) = src[0, n) rounded to bf16, as f32.
+void round_row(const float* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = simd::lanes(n - i);
+    _mm512_mask_storeu_ps(dst + i, m, simd::round_to_bf16(_mm512_maskz_loadu_ps(m, src + i)));
+  }
+}
+
 }  // namespace
 
 void bf16_gemm_fma512(const PackedBf16View& w, const float* x, float* scratch, float* y, int64_t rows) {
   const int64_t ldx = w.padded_in;
-  for (int64_t r = 0; r < rows; ++r) bf16_round_row_f32_avx512(x + r * w.in, scratch + r * ldx, w.in);
+  for (int64_t r = 0; r < rows; ++r) round_row(x + r * w.in, scratch + r * ldx, w.in);
   const int64_t num_chunks = w.padded_in / kBf16Chunk;
   const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;  // of every full group
   const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
@@ -98,7 +103,7 @@ void bf16_gemm_fma512(const PackedBf16View& w, const float* x, float* scratch, f
       const int64_t n = rows - r < kMaxRows ? rows - r : kMaxRows;
       const Tiles::Fn tile_fn = tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks);
       tile_fn(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems, num_chunks, w.bias + col, y + r * w.out + col, w.out,
-              lane_mask(valid_last));
+              simd::lanes(valid_last));
     }
   }
 }

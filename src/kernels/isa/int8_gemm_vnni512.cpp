@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kernels/isa/int8_kernels.h"
+#include "kernels/simd.h"
 
 namespace dspark::kernels {
 namespace {
@@ -14,10 +15,6 @@ namespace {
 constexpr int64_t kGroupElemsPerChunk = kInt8ChunkRecord;
 constexpr int64_t kPrefetchChunks = 8;
 
-__mmask16 lane_mask(int64_t n) {
-  if (n <= 0) return 0;
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-}
 
 // kRows rows x kBlocks blocks (starting at block b0 of the group). Chunk records of the
 // group are record_bytes apart; `blocks` is the group's block count (record layout).
@@ -78,7 +75,7 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunk
   #pragma GCC unroll 16
   for (int b = 0; b < kBlocks; ++b) {
     const __m512 bv = _mm512_loadu_ps(bias + b * kInt8Block);
-    const __mmask16 m = lane_mask(valid_cols - b * kInt8Block);
+    const __mmask16 m = simd::lanes(valid_cols - b * kInt8Block);
     #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r)
       _mm512_mask_storeu_ps(y + r * ldy + b * kInt8Block, m, _mm512_add_ps(acc[r][b], bv));
@@ -108,7 +105,7 @@ void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, cons
   int8_t* q = a.q + r * padded_in;
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const int64_t k0 = ch * kInt8Chunk;
-    const __mmask16 m0 = lane_mask(in - k0), m1 = lane_mask(in - k0 - 16);
+    const __mmask16 m0 = simd::lanes(in - k0), m1 = simd::lanes(in - k0 - 16);
     const __m512 v0 = _mm512_maskz_loadu_ps(m0, x + k0), v1 = _mm512_maskz_loadu_ps(m1, x + k0 + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float t = amax / 127.0f;
