@@ -31,6 +31,14 @@ namespace {
 constexpr int64_t kHistory = 128;
 constexpr int64_t kMaxStep = 64;  // largest step benchmarked
 
+// Caps the ISA while it lives: the matmul kernels read the cap when they are built, the
+// other vector kernels (attention, norms) on every call, so a path's steps run under it too.
+struct IsaCap {
+  explicit IsaCap(Isa isa) : saved(active_isa()) { set_active_isa(isa); }
+  ~IsaCap() { set_active_isa(saved); }
+  Isa saved;
+};
+
 struct Fixture {
   std::unique_ptr<Transformer> model;
   std::unique_ptr<KvPool> kv;
@@ -54,11 +62,9 @@ struct Fixture {
     TransformerOptions opts;
     opts.compute = compute;
     opts.quantization = quantization;
-    const Isa saved = active_isa();
-    set_active_isa(isa);  // the kernels are chosen at construction
+    const IsaCap cap(isa);  // the matmul kernels are chosen at construction
     opts.max_batch_tokens = 128;
     model = Transformer::load(dir, opts);
-    set_active_isa(saved);
     kv = std::make_unique<KvPool>(model->config(), KvPoolOptions{64, 16, DType::kF32});
     table.reserve(kHistory + kMaxStep, 16, allocator);
     std::vector<int32_t> prompt(kHistory);
@@ -111,6 +117,7 @@ void BM_Step(benchmark::State& state) {
     state.SkipWithError("this CPU lacks the ISA of this path");
     return;
   }
+  const IsaCap cap(kPaths[state.range(0)].isa);
   const int64_t n = state.range(1);
   state.SetLabel(std::string(kPaths[state.range(0)].name) + " (" + f->model->matmul_kernel() + ")");
   for (auto _ : state) f->step(n);
@@ -141,6 +148,7 @@ void BM_VerifyOverDecode(benchmark::State& state) {
     state.SkipWithError("this CPU lacks the ISA of this path");
     return;
   }
+  const IsaCap cap(kPaths[state.range(0)].isa);
   state.SetLabel(std::string(kPaths[state.range(0)].name) + " (" + f->model->matmul_kernel() + ")");
   std::vector<double> one, nine;
   auto timed = [&](int64_t n) {
