@@ -261,7 +261,7 @@ void BM_ToProbs(benchmark::State& state) {
   std::vector<float> probs(static_cast<size_t>(vocab));
   const std::vector<int32_t> history = {1, 2, 3};
   for (auto _ : state) {
-    processor.to_probs(logits.data(), probs.data(), params, history);
+    processor.to_probs(logits.data(), probs.data(), params, history, 0);
     benchmark::DoNotOptimize(probs.data());
   }
 }

@@ -61,7 +61,8 @@ class Progress {
   int64_t total_, done_ = 0, failed_ = 0;
 };
 
-RequestRecord send_with(httplib::Client& client, const std::string& path, const std::string& body) {
+// One attempt; `answered` tells whether any response (a status line and headers) came back.
+RequestRecord send_once(httplib::Client& client, const std::string& path, const std::string& body, bool& answered) {
   RequestRecord rec;
   SseParser parser;
   int status = 0;
@@ -80,6 +81,7 @@ RequestRecord send_with(httplib::Client& client, const std::string& path, const 
   req.set_header("Accept", "text/event-stream");
   req.response_handler = [&](const httplib::Response& response) {
     status = response.status;
+    answered = true;
     return true;
   };
   auto on_data = [&](std::string_view data) {
@@ -130,6 +132,18 @@ RequestRecord send_with(httplib::Client& client, const std::string& path, const 
   rec.ok = rec.error.empty();
   rec.output_tokens = usage_tokens.value_or(text_chunks);
   if (text_chunks == 0) rec.ttft = rec.latency;
+  return rec;
+}
+
+// Servers may close a keep-alive connection right after a response without saying so
+// (llama.cpp's server does after each stream); the next request sent on it then fails
+// before any response arrives. Such a request is sent once more, on a fresh connection
+// (httplib reconnects after the failure); a failure on a fresh connection is final.
+RequestRecord send_with(httplib::Client& client, const std::string& path, const std::string& body) {
+  const bool reused = client.is_socket_open() != 0;
+  bool answered = false;
+  RequestRecord rec = send_once(client, path, body, answered);
+  if (!rec.ok && reused && !answered) rec = send_once(client, path, body, answered);
   return rec;
 }
 

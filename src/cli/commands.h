@@ -14,5 +14,6 @@ void register_bench(CLI::App& app);
 void register_plot(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_quantize(CLI::App& app);
+void register_chat_template(CLI::App& app);
 
 }  // namespace dspark::cli

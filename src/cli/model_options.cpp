@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "core/clock.h"
@@ -18,7 +20,14 @@ namespace dspark::cli {
 
 void add_model_options(CLI::App* cmd, ModelArgs& a) {
   cmd->add_option("--model", a.model_dir, "Hugging Face model directory")->required();
-  cmd->add_option("--dtype", a.dtype, "Compute dtype: bf16 or f32")->capture_default_str();
+  cmd->add_option("--dtype", a.dtype,
+                  "Compute dtype: auto (the checkpoint's torch_dtype: float32 -> f32, else bf16), bf16 or f32")
+      ->check(CLI::IsMember({"auto", "bf16", "f32", "bfloat16", "float32"}))
+      ->capture_default_str();
+  // Resolved once the command line is read, so every command sees a concrete dtype.
+  cmd->parse_complete_callback([&a] {
+    if (a.dtype == "auto") a.dtype = auto_compute_dtype(a.model_dir);
+  });
   cmd->add_option("--kv-dtype", a.kv_dtype, "KV cache dtype: f32 or bf16")->capture_default_str();
   cmd->add_option("--isa", a.isa,
                   "Kernel ISA: auto, avx2, avx512, avx512bf16, vnni or amx (a cap; DSPARK_ISA when auto)")
@@ -46,6 +55,12 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
   cmd->add_option("--min-p", g.sampling.min_p, "Drop tokens below min-p x the top probability")->capture_default_str();
   cmd->add_option("--repetition-penalty", g.sampling.repetition_penalty, "Penalty for seen tokens (1 = off)")
       ->capture_default_str();
+  cmd->add_option("--presence-penalty", g.sampling.presence_penalty,
+                  "Subtracted from the logit of every token generated so far ([-2, 2], 0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", g.sampling.frequency_penalty,
+                  "Subtracted per occurrence in the generated text ([-2, 2], 0 = off)")
+      ->capture_default_str();
   cmd->add_option("--seed", g.sampling.seed, "Random seed")->capture_default_str();
   cmd->add_option("--stop", g.stop, "Stop string (repeatable)");
   cmd->add_flag("--ignore-eos", g.ignore_eos, "Continue past the end-of-sequence token");
@@ -61,6 +76,23 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
       ->capture_default_str();
   cmd->add_option("--ngram-min", s.ngram_min, "N-gram: shortest tail matched")->capture_default_str();
   cmd->add_option("--ngram-max", s.ngram_max, "N-gram: longest tail tried first")->capture_default_str();
+}
+
+std::string auto_compute_dtype(const std::filesystem::path& model_dir) {
+  std::ifstream in(model_dir / "config.json");
+  if (!in.good()) return "bf16";  // the loader reports the missing file
+  const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return "bf16";
+  // Hugging Face's default when a checkpoint names no dtype is float32.
+  std::string dtype = "float32";
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (auto it = config.find(key); it != config.end() && it->is_string()) {
+      dtype = it->get<std::string>();
+      break;
+    }
+  }
+  // float16 has no kernels here: bf16 keeps its range (as vLLM does on CPU).
+  return dtype == "float32" ? "f32" : "bf16";
 }
 
 void apply_isa(const ModelArgs& a) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +20,7 @@ namespace dspark::cli {
 
 struct ModelArgs {
   std::string model_dir;
-  std::string dtype = "bf16";      // matmul compute dtype
+  std::string dtype = "auto";      // matmul compute dtype; auto resolves after parsing (auto_compute_dtype)
   std::string kv_dtype = "f32";    // KV cache storage
   std::string isa = "auto";        // kernel ISA cap (auto = the best this CPU has, or DSPARK_ISA)
   std::string quantization = "none";  // matmul weights: none (the compute dtype) or int8
@@ -40,6 +41,9 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& options);
 void add_speculator_options(CLI::App* cmd, SpeculatorOptions& options);
 
 // Applies the ISA cap (--isa); load_model prints which kernels run (one line, once).
+// --dtype auto: f32 for a float32 checkpoint (config.json torch_dtype, or no dtype named),
+// bf16 for everything else (bfloat16, and float16, which has no kernels here).
+std::string auto_compute_dtype(const std::filesystem::path& model_dir);
 void apply_isa(const ModelArgs& args);
 
 // Applies the thread count and the ISA cap, then loads model and tokenizer (clear errors for a missing

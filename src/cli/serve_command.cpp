@@ -32,6 +32,8 @@ struct ServeArgs {
   std::string served_model_name;
   double shutdown_timeout_s = 30;
   int http_threads = 0;
+  std::string chat_template;  // a Jinja file overriding the model's own template
+  AccessPolicyOptions access;
 };
 
 std::string default_model_name(const std::string& dir) {
@@ -84,7 +86,10 @@ void run_serve(ServeArgs& args) {
   server_options.served_model_name =
       args.served_model_name.empty() ? default_model_name(args.model.model_dir) : args.served_model_name;
   server_options.num_threads = args.http_threads;
-  const ChatFormat chat_format = ChatFormat::from_model_dir(args.model.model_dir);
+  server_options.access = args.access;
+  const ChatFormat chat_format = args.chat_template.empty()
+                                     ? ChatFormat::from_model_dir(args.model.model_dir)
+                                     : ChatFormat::from_template_file(args.chat_template, args.model.model_dir);
   HttpServer server(loop, metrics, chat_format, server_options);
   const int port = server.start();
 
@@ -137,6 +142,17 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--http-threads", args->http_threads, "HTTP worker threads (0 = max running + max waiting + 8)")
       ->capture_default_str();
+  cmd->add_option("--chat-template", args->chat_template,
+                  "Jinja chat template file overriding the model's own (tokenizer_config.json / chat_template.jinja)");
+  cmd->add_option("--api-key", args->access.api_key,
+                  "Require 'Authorization: Bearer KEY' on every /v1/* request (/health and /metrics stay open)")
+      ->envname("DSPARK_API_KEY");
+  cmd->add_option("--allowed-hosts", args->access.allowed_hosts,
+                  "Comma-separated Host names the server answers to (others get 421); default any. Use when "
+                  "binding to a non-loopback address")
+      ->delimiter(',');
+  cmd->add_option("--cors-origin", args->access.cors_origin,
+                  "Send CORS headers for this origin ('*' = any) and answer preflights; default no CORS");
   cmd->callback([args] { run_serve(*args); });
 }
 

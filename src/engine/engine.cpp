@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "engine/token_logprobs.h"
 
 namespace dspark {
 namespace {
@@ -66,6 +67,7 @@ Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptio
   batch_slices_.reserve(options_.max_running);
   batch_logit_rows_.reserve(options_.max_batch_tokens);
   probs_.resize((k + 1) * vocab);
+  logprob_probs_.resize(vocab);
   history_.reserve(model.max_model_len() + k);
   draft_requests_.reserve(options_.max_running);
   draft_results_.resize(options_.max_running);
@@ -183,10 +185,12 @@ void Engine::propose_drafts() {
     // Never draft past what could be committed: max_tokens and the context both bound it.
     const int64_t room_tokens = r->options.max_tokens - r->num_output_tokens() - 1;
     const int64_t room_context = model_.max_model_len() - static_cast<int64_t>(r->tokens.size()) - 1;
-    const int64_t max_drafts = std::clamp<int64_t>(std::min(room_tokens, room_context), 0, budget);
+    const int64_t cap = r->options.max_spec_tokens >= 0 ? std::min<int64_t>(budget, r->options.max_spec_tokens) : budget;
+    const int64_t max_drafts = std::clamp<int64_t>(std::min(room_tokens, room_context), 0, cap);
     DraftRequest dr;
     dr.slot = r->slot;
     dr.tokens = r->tokens;
+    dr.num_prompt_tokens = r->num_prompt_tokens;
     dr.sampling = &r->options.sampling;
     dr.rng = &r->draft_rng;
     dr.max_drafts = static_cast<int32_t>(max_drafts);
@@ -403,7 +407,7 @@ void Engine::commit(Request& r, const float* logits, bool decoding_round) {
   const SamplingParams& sp = r.options.sampling;
   // Target distributions p_0..p_L under the request's transform; the repetition penalty
   // at draft position j sees the drafts before it, exactly as plain decoding would.
-  const bool penalised = sp.repetition_penalty != 1.0f;
+  const bool penalised = sp.uses_history();
   if (penalised) {
     history_.assign(r.tokens.begin(), r.tokens.end());
     history_.insert(history_.end(), r.drafts.begin(), r.drafts.end());
@@ -411,7 +415,7 @@ void Engine::commit(Request& r, const float* logits, bool decoding_round) {
   for (int32_t j = 0; j <= num_drafts; ++j) {
     const std::span<const int32_t> history =
         penalised ? std::span<const int32_t>(history_.data(), r.tokens.size() + j) : std::span<const int32_t>();
-    logits_processor_.to_probs(logits + j * vocab, probs_.data() + j * vocab, sp, history);
+    logits_processor_.to_probs(logits + j * vocab, probs_.data() + j * vocab, sp, history, r.num_prompt_tokens);
   }
   VerifyInput in;
   in.draft_tokens = r.drafts;
@@ -438,8 +442,20 @@ void Engine::commit(Request& r, const float* logits, bool decoding_round) {
 
   RequestOutput out;
   bool finished = false;
-  for (int32_t j = 0; j < verdict.num_accepted && !finished; ++j) finished = append_token(r, r.drafts[j], out);
-  if (!finished) finished = append_token(r, verdict.next_token, out);
+  // Row j of the target's distributions decided the token emitted at draft position j;
+  // its history is everything committed before that token.
+  auto emit = [&](int32_t j, int32_t token) {
+    const size_t history_length = r.tokens.size();
+    const size_t before = out.token_ids.size();
+    finished = append_token(r, token, out);
+    if (r.options.logprobs >= 0 && out.token_ids.size() > before) {
+      const std::span<const int32_t> history =
+          penalised ? std::span<const int32_t>(history_.data(), history_length) : std::span<const int32_t>();
+      out.logprobs.push_back(token_logprob(logits + j * vocab, probs_.data() + j * vocab, token, r, history));
+    }
+  };
+  for (int32_t j = 0; j < verdict.num_accepted && !finished; ++j) emit(j, r.drafts[j]);
+  if (!finished) emit(verdict.num_accepted, verdict.next_token);
   r.drafts.clear();
   if (!out.token_ids.empty() || !out.text.empty() || out.finished) {
     out.request_id = r.id;
@@ -447,6 +463,22 @@ void Engine::commit(Request& r, const float* logits, bool decoding_round) {
     out.output_tokens = r.num_output_tokens();
     r.on_output(out);
   }
+}
+
+TokenLogprob Engine::token_logprob(const float* logits, const float* probs, int32_t token, const Request& r,
+                                   std::span<const int32_t> history) {
+  const int64_t vocab = model_.config().vocab_size;
+  const SamplingParams& sp = r.options.sampling;
+  if (sp.greedy()) {
+    SamplingParams softmax = sp;
+    softmax.temperature = 1.0f;
+    softmax.top_k = 0;
+    softmax.top_p = 1.0f;
+    softmax.min_p = 0.0f;
+    logits_processor_.to_probs(logits, logprob_probs_.data(), softmax, history, r.num_prompt_tokens);
+    probs = logprob_probs_.data();
+  }
+  return dspark::token_logprob(probs, vocab, token, std::min<int32_t>(r.options.logprobs, static_cast<int32_t>(vocab)));
 }
 
 bool Engine::append_token(Request& r, int32_t token, RequestOutput& out) {
@@ -506,6 +538,7 @@ GenerationResult generate_one(Engine& engine, std::vector<int32_t> prompt, const
   engine.add_request(std::move(prompt), options, [&](const RequestOutput& out) {
     if (result.tokens.empty() && !out.token_ids.empty()) result.ttft_seconds = now_seconds() - start;
     result.tokens.insert(result.tokens.end(), out.token_ids.begin(), out.token_ids.end());
+    result.logprobs.insert(result.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
     result.text += out.text;
     if (on_text && !out.text.empty()) on_text(out.text);
     if (out.finished) {

@@ -137,6 +137,12 @@ class Engine {
   void commit(Request& request, const float* logits, bool decoding_round);
   // Appends one token; returns true when the request finished.
   bool append_token(Request& request, int32_t token, RequestOutput& out);
+  // The log-probabilities reported for `token`, emitted from one row of the target:
+  // logits [vocab] and probs [vocab] (p under the request's transform); history as for
+  // that row's p. A greedy request's p is one-hot, so its report is the log-softmax of
+  // the penalised logits instead.
+  TokenLogprob token_logprob(const float* logits, const float* probs, int32_t token, const Request& request,
+                             std::span<const int32_t> history);
   void finish(Request& request, FinishReason reason, RequestOutput& out);
   void release(Request& request);
 
@@ -165,7 +171,8 @@ class Engine {
   std::vector<SequenceSlice> batch_slices_;  // [max_running]
   std::vector<int32_t> batch_logit_rows_;  // [max_batch_tokens]
   std::vector<float> probs_;               // [max drafts + 1, vocab] target p of one request
-  std::vector<int32_t> history_;           // committed + drafts, for the repetition penalty
+  std::vector<int32_t> history_;           // committed + drafts, for the penalties
+  std::vector<float> logprob_probs_;       // [vocab] a greedy request's untruncated p (logprobs)
   std::vector<DraftRequest> draft_requests_;
   std::vector<Draft> draft_results_;
   std::vector<Request*> draft_owners_;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/sampling.h"
@@ -16,17 +17,37 @@ enum class FinishReason { kLength, kStop, kEos, kCancelled, kError };
 // OpenAI's names: "length", "stop" (stop strings and EOS), "cancelled", "error".
 std::string_view finish_reason_name(FinishReason reason);
 
+// Stop strings are matched on the engine thread after every step, so one request's list
+// is bounded: it costs every other request in the batch time, not only its own.
+inline constexpr size_t kMaxStopStrings = 64;
+inline constexpr size_t kMaxStopStringBytes = 256;
+
+// The log-probability of one generated token under the distribution it was drawn from
+// (the request's transform: penalties, temperature, top-k/top-p/min-p; for a greedy
+// request the log-softmax of the penalised logits), and the most likely alternatives.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;                            // -inf outside the kept set
+  std::vector<std::pair<int32_t, float>> top;      // [top n] (token, logprob), most likely first
+};
+
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
 struct GenerationOptions {
   int64_t max_tokens = 128;             // generated tokens at most
   SamplingParams sampling;              // temperature 0 = greedy
-  std::vector<std::string> stop;        // stop strings (not included in the output)
+  std::vector<std::string> stop;        // stop strings (not included in the output); <= kMaxStopStrings, each <= kMaxStopStringBytes
   bool ignore_eos = false;              // keep going past EOS (benchmarks)
+  int32_t logprobs = -1;                // -1 = off; n in [0, 20]: each token's log-prob and the top n
+  int32_t max_spec_tokens = -1;         // drafts verified per round at most (0 = no speculation);
+                                        // -1 = as the engine's speculator and schedule decide
 
   void validate() const;                // throws Error naming the bad field
 };
 
 struct GenerationResult {
   std::vector<int32_t> tokens;          // generated ids (EOS excluded)
+  std::vector<TokenLogprob> logprobs;   // parallel to tokens when options.logprobs >= 0
   std::string text;                     // decoded, cut at a stop string
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;                    // set when finish_reason is kError

@@ -30,6 +30,7 @@ struct RequestOutput {
   int64_t request_id = 0;
   std::string text;                    // newly final text (may be empty)
   std::vector<int32_t> token_ids;      // newly committed tokens
+  std::vector<TokenLogprob> logprobs;  // parallel to token_ids when the request asked for them
   bool finished = false;
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;                   // non-empty when the request failed

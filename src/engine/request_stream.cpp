@@ -7,11 +7,13 @@ namespace dspark {
 void StreamUpdate::clear() {
   text.clear();
   token_ids.clear();
+  logprobs.clear();
   finished = false;
   finish_reason = FinishReason::kLength;
   error.clear();
   prompt_tokens = 0;
   output_tokens = 0;
+  spec_metrics = SpecDecodeMetrics();
 }
 
 RequestStream::RequestStream(int64_t id, int64_t prompt_tokens, double submit_time) : id_(id) {
@@ -27,12 +29,14 @@ void RequestStream::push(const RequestOutput& out) {
     if (timing_.first_token == 0 && !out.token_ids.empty()) timing_.first_token = now;
     pending_.text += out.text;
     pending_.token_ids.insert(pending_.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
+    pending_.logprobs.insert(pending_.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
     pending_.prompt_tokens = out.prompt_tokens;
     pending_.output_tokens = out.output_tokens;
     if (out.finished) {
       pending_.finished = true;
       pending_.finish_reason = out.error.empty() ? out.finish_reason : FinishReason::kError;
       pending_.error = out.error;
+      if (out.spec_metrics) pending_.spec_metrics = *out.spec_metrics;
       finished_ = true;
       timing_.finish = now;
     }

@@ -26,11 +26,13 @@ namespace dspark {
 struct StreamUpdate {
   std::string text;                 // newly final text
   std::vector<int32_t> token_ids;   // newly committed tokens
+  std::vector<TokenLogprob> logprobs;  // parallel to token_ids when the request asked for them
   bool finished = false;            // the request is over; nothing will follow
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;                // non-empty when the request failed
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;        // total so far
+  SpecDecodeMetrics spec_metrics;   // the request's own drafts and acceptances; set when finished
 
   void clear();
 };

@@ -6,6 +6,8 @@ namespace dspark {
 
 TextStream::TextStream(std::vector<std::string> stop_strings) : stop_strings_(std::move(stop_strings)) {
   std::erase_if(stop_strings_, [](const std::string& s) { return s.empty(); });
+  std::sort(stop_strings_.begin(), stop_strings_.end());
+  stop_strings_.erase(std::unique(stop_strings_.begin(), stop_strings_.end()), stop_strings_.end());
   for (const auto& s : stop_strings_) max_stop_len_ = std::max(max_stop_len_, s.size());
 }
 
@@ -25,20 +27,25 @@ std::string TextStream::append(std::string_view text) {
     stopped_ = true;
     return finish();
   }
-  // Hold back the longest suffix that is a proper prefix of some stop string.
-  size_t hold = 0;
-  for (const auto& stop : stop_strings_) {
-    for (size_t len = std::min(stop.size() - 1, text_.size()); len > hold; --len) {
-      if (std::string_view(text_).substr(text_.size() - len) == std::string_view(stop).substr(0, len)) {
-        hold = len;
-        break;
-      }
-    }
-  }
+  // Hold back the longest suffix that is a proper prefix of some stop string. It starts at
+  // or after emitted_ (everything before was ruled out for good) and is shorter than the
+  // longest stop string; the first position that can start a stop string begins it.
+  size_t hold_from = std::max(emitted_, text_.size() - std::min(text_.size(), max_stop_len_ - 1));
+  while (hold_from < text_.size() && !starts_stop_string(hold_from)) ++hold_from;
+  const size_t hold = text_.size() - hold_from;
   const size_t safe = std::max(emitted_, text_.size() - hold);
   std::string out = text_.substr(emitted_, safe - emitted_);
   emitted_ = safe;
   return out;
+}
+
+bool TextStream::starts_stop_string(size_t pos) const {
+  const std::string_view tail = std::string_view(text_).substr(pos);
+  // The first stop string not less than tail is the only candidate that can begin with it.
+  auto it = std::lower_bound(stop_strings_.begin(), stop_strings_.end(), tail,
+                             [](const std::string& s, std::string_view t) { return std::string_view(s) < t; });
+  if (it != stop_strings_.end() && *it == tail) ++it;  // a whole stop string would have matched already
+  return it != stop_strings_.end() && it->size() > tail.size() && std::string_view(*it).substr(0, tail.size()) == tail;
 }
 
 std::string TextStream::finish() {

@@ -2,6 +2,12 @@
 // the request's stop strings. Text that could still turn out to be the beginning of a
 // stop string is held back; once a stop string appears, the text is cut just before it
 // and the stream reports that it stopped.
+//
+// Cost per append is bounded by the new text and the stop strings, never by the text so
+// far: a stop string that completes now must end inside the new text, so only the last
+// max_stop_len - 1 bytes before it are searched; and the held-back tail only ever shrinks
+// from its front (a position that cannot start a stop string now never can), so each
+// byte is ruled out once. Callers bound the stop strings themselves (GenerationOptions).
 #pragma once
 
 #include <string>
@@ -24,7 +30,10 @@ class TextStream {
   const std::string& text() const { return text_; }  // everything accepted so far, cut at a stop
 
  private:
-  std::vector<std::string> stop_strings_;
+  // Whether text_[pos..] is a proper prefix of some stop string (binary search in sorted_).
+  bool starts_stop_string(size_t pos) const;
+
+  std::vector<std::string> stop_strings_;  // non-empty, sorted, unique
   size_t max_stop_len_ = 0;
   std::string text_;
   size_t emitted_ = 0;

@@ -31,6 +31,11 @@ void check_view(const KvLayerView& kv) {
                kv.block_size, kv.num_kv_heads, kv.head_dim);
 }
 
+// First position token t sees: 0, or the start of its sliding window.
+int64_t first_key(const PagedAttentionArgs& args, int64_t t) {
+  return args.window > 0 ? std::max<int64_t>(0, args.num_keys[t] - args.window) : 0;
+}
+
 // Row of KV head `head` at `slot`, f32 pool or bf16 pool.
 template <typename T>
 const T* kv_row(const void* pool, int64_t slot, int64_t head, const KvLayerView& kv) {
@@ -170,6 +175,7 @@ void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, i
   const int64_t q_stride = args.num_heads * d;
   const int32_t* table = args.block_tables[args.seq_of_token[t]];
   const int64_t num_keys = args.num_keys[t];
+  const int64_t first = first_key(args, t);
   const int64_t chunks = (d + 15) / 16;
   const AttendTileFn<T> attend = attend_tile_fn<T>(d);
   alignas(64) float acc[kMaxHeadsAtOnce * kMaxHeadDim];  // [heads, chunks * 16]
@@ -186,8 +192,8 @@ void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, i
     }
     std::memset(acc, 0, sizeof(float) * static_cast<size_t>(heads * chunks * 16));
     // Walk the block table incrementally (a division per key costs more than the key).
-    int64_t block = 0, offset = 0;  // position j0 + j lives at table[block], offset
-    for (int64_t j0 = 0; j0 < num_keys; j0 += kTile) {
+    int64_t block = first / kv.block_size, offset = first % kv.block_size;  // of position j0 + j
+    for (int64_t j0 = first; j0 < num_keys; j0 += kTile) {
       const int64_t count = std::min(kTile, num_keys - j0);
       for (int64_t j = 0; j < count; ++j) {
         const int64_t slot = int64_t{table[block]} * kv.block_size + offset;
@@ -225,6 +231,7 @@ void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t 
   const int64_t q_stride = args.num_heads * d;
   const int32_t* table = args.block_tables[args.seq_of_token[t]];
   const int64_t num_keys = args.num_keys[t];
+  const int64_t first = first_key(args, t);
   const bool bf16 = kv.dtype == DType::kBF16;
   auto load = [&](const void* pool, int64_t slot, int64_t i) {
     return bf16 ? bf16_to_float(kv_row<uint16_t>(pool, slot, kv_head, kv)[i])
@@ -235,7 +242,7 @@ void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t 
     const float* q = args.q + t * q_stride + (kv_head * group + h) * d;
     float max = -std::numeric_limits<float>::infinity(), sum = 0.0f;
     std::fill(acc, acc + d, 0.0f);
-    for (int64_t j0 = 0; j0 < num_keys; j0 += kTile) {
+    for (int64_t j0 = first; j0 < num_keys; j0 += kTile) {
       const int64_t count = std::min(kTile, num_keys - j0);
       float scores[kTile], tile_max = -std::numeric_limits<float>::infinity();
       int64_t slots[kTile];
@@ -293,16 +300,17 @@ void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv) {
                "paged_attention: num_heads {} is not a multiple of num_kv_heads {}", args.num_heads,
                kv.num_kv_heads);
   // Validate everything the parallel loop reads: it cannot throw.
+  DSPARK_CHECK(args.window >= 0, "paged_attention: window {} is negative", args.window);
   int64_t total_keys = 0;
   for (int64_t t = 0; t < args.num_tokens; ++t) {
     const int64_t n = args.num_keys[t];
     DSPARK_CHECK(n >= 1, "paged_attention: token {} has num_keys {} (must be >= 1)", t, n);
     const int32_t* table = args.block_tables[args.seq_of_token[t]];
-    for (int64_t b = 0; b < (n + kv.block_size - 1) / kv.block_size; ++b)
+    for (int64_t b = first_key(args, t) / kv.block_size; b < (n + kv.block_size - 1) / kv.block_size; ++b)
       DSPARK_CHECK(table[b] >= 0 && table[b] < kv.num_blocks,
                    "paged_attention: token {} reads block {} (table entry {}) outside [0, {})", t,
                    table[b], b, kv.num_blocks);
-    total_keys += n;
+    total_keys += n - first_key(args, t);
   }
   const int64_t units = args.num_tokens * kv.num_kv_heads;
   const bool parallel = units > 1 && 2 * total_keys * args.num_heads * kv.head_dim >= kParallelMinMacs;

@@ -6,12 +6,16 @@
 //
 // Each query token t sees the first num_keys[t] positions of its own sequence (causal
 // decoding: num_keys = position + 1; a drafter's non-causal block: context + block
-// length). Grouped-query attention: query head h reads KV head h / (num_heads/num_kv_heads).
+// length). With a sliding window W > 0 it sees only the last W of them, positions
+// [max(0, num_keys - W), num_keys): for causal rows the Hugging Face window, keys k with
+// p - k < W. Grouped-query attention: query head h reads KV head h / (num_heads/num_kv_heads).
 //
 // Contract (tested): the output of a query row depends only on that row's q, its keys and
 // values — bit for bit the same whatever the other rows, their number, or the thread count.
 // Each (token, KV head) is computed whole by one thread, as an online softmax over tiles of
-// 32 keys that start at position 0. head_dim <= 256. Inputs (num_keys >= 1, block ids
+// 32 keys that start at the first visible position (0 without a window), so the order is
+// fixed by num_keys and the window alone. head_dim <= 256. Block-table entries before the
+// window are never read (they may be freed). Inputs (num_keys >= 1, block ids
 // inside the pool, num_heads a multiple of num_kv_heads) are checked before any work.
 #pragma once
 
@@ -44,6 +48,7 @@ struct PagedAttentionArgs {
   const int32_t* num_keys = nullptr;         // [num_tokens] visible leading positions, >= 1
   const int32_t* const* block_tables = nullptr;  // [num_seqs] -> block ids of that sequence
   float scale = 1.0f;                        // usually 1 / sqrt(head_dim)
+  int64_t window = 0;                        // > 0: each row sees its last `window` keys only
 };
 
 void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv);

@@ -11,7 +11,7 @@ constexpr int64_t kParallelMinElements = 64 * 1024;
 
 }  // namespace
 
-RopeTable::RopeTable(std::span<const float> inv_freq, int64_t max_positions)
+RopeTable::RopeTable(std::span<const float> inv_freq, int64_t max_positions, float cos_sin_scale)
     : half_dim_(static_cast<int64_t>(inv_freq.size())), max_positions_(max_positions) {
   DSPARK_CHECK(half_dim_ > 0, "RopeTable: inv_freq is empty");
   DSPARK_CHECK(max_positions_ > 0, "RopeTable: max_positions must be positive, got {}", max_positions_);
@@ -21,8 +21,8 @@ RopeTable::RopeTable(std::span<const float> inv_freq, int64_t max_positions)
     for (int64_t i = 0; i < half_dim_; ++i) {
       // The angle is rounded to f32 before cos/sin, as HF computes it in f32.
       const float angle = static_cast<float>(p) * inv_freq[static_cast<size_t>(i)];
-      cos_[static_cast<size_t>(p * half_dim_ + i)] = std::cos(angle);
-      sin_[static_cast<size_t>(p * half_dim_ + i)] = std::sin(angle);
+      cos_[static_cast<size_t>(p * half_dim_ + i)] = std::cos(angle) * cos_sin_scale;
+      sin_[static_cast<size_t>(p * half_dim_ + i)] = std::sin(angle) * cos_sin_scale;
     }
 }
 

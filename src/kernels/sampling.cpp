@@ -119,24 +119,48 @@ void SamplingParams::validate() const {
   DSPARK_CHECK(std::isfinite(repetition_penalty) && repetition_penalty > 0.0f,
                "sampling: repetition_penalty must be a finite value > 0 (1 = off), got {}",
                repetition_penalty);
+  DSPARK_CHECK(std::isfinite(presence_penalty) && presence_penalty >= -2.0f && presence_penalty <= 2.0f,
+               "sampling: presence_penalty must be in [-2, 2] (0 = off), got {}", presence_penalty);
+  DSPARK_CHECK(std::isfinite(frequency_penalty) && frequency_penalty >= -2.0f && frequency_penalty <= 2.0f,
+               "sampling: frequency_penalty must be in [-2, 2] (0 = off), got {}", frequency_penalty);
 }
 
 LogitsProcessor::LogitsProcessor(int64_t vocab_size)
-    : vocab_size_(vocab_size), work_(static_cast<size_t>(vocab_size)), order_(static_cast<size_t>(vocab_size)) {
+    : vocab_size_(vocab_size),
+      work_(static_cast<size_t>(vocab_size)),
+      order_(static_cast<size_t>(vocab_size)),
+      counts_(static_cast<size_t>(vocab_size), 0) {
   DSPARK_CHECK(vocab_size > 0, "LogitsProcessor: vocab_size must be positive, got {}", vocab_size);
 }
 
 void LogitsProcessor::to_probs(const float* logits, float* probs, const SamplingParams& params,
-                               std::span<const int32_t> history) {
+                               std::span<const int32_t> history, int64_t num_prompt_tokens) {
   params.validate();
   const int64_t vocab = vocab_size_;
   float* w = work_.data();  // [vocab] adjusted logits
   for (int64_t i = 0; i < vocab; ++i) w[i] = clean(logits[i]);
-  if (params.repetition_penalty != 1.0f) {
-    // Computed from the original logit, so a token repeated in history is penalised once.
+  if (params.uses_history()) {
     for (const int32_t token : history) {
       DSPARK_CHECK(token >= 0 && token < vocab, "sampling: history token {} outside [0, {})", token, vocab);
-      w[token] = penalize(clean(logits[token]), params.repetition_penalty);
+    }
+  }
+  if (params.repetition_penalty != 1.0f) {
+    // Computed from the original logit, so a token repeated in history is penalised once.
+    for (const int32_t token : history) w[token] = penalize(clean(logits[token]), params.repetition_penalty);
+  }
+  if (params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f) {
+    DSPARK_CHECK(num_prompt_tokens >= 0 && num_prompt_tokens <= static_cast<int64_t>(history.size()),
+                 "sampling: {} prompt tokens in a history of {}", num_prompt_tokens, history.size());
+    const std::span<const int32_t> output = history.subspan(static_cast<size_t>(num_prompt_tokens));
+    int32_t* counts = counts_.data();
+    for (const int32_t token : output) ++counts[token];
+    // Each distinct token once (its count is reset on first visit), in f32 as the
+    // reference does: frequency term first, then presence.
+    for (const int32_t token : output) {
+      if (counts[token] == 0) continue;
+      w[token] -= params.frequency_penalty * static_cast<float>(counts[token]);
+      w[token] -= params.presence_penalty;
+      counts[token] = 0;
     }
   }
   std::fill(probs, probs + vocab, 0.0f);

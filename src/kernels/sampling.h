@@ -2,7 +2,10 @@
 // and drawing from it. The same transform produces the target's p and the drafter's q,
 // which lossless verification requires.
 //
-// Order (as vLLM/HF): repetition penalty -> temperature -> top-k -> top-p -> min-p.
+// Order (as vLLM/HF): repetition penalty -> frequency and presence penalties -> temperature
+// -> top-k -> top-p -> min-p. The repetition penalty looks at every token of the history
+// (prompt and output); frequency and presence penalties, as OpenAI defines them, only at
+// the generated ones: logit -= frequency_penalty * count + presence_penalty * (count > 0).
 // temperature == 0 means greedy: the distribution is one-hot at the (penalised) argmax,
 // lowest index on ties. NaN logits count as -inf; if every logit is -inf, to_probs throws.
 // top_k >= vocabulary size is the same as off.
@@ -21,8 +24,14 @@ struct SamplingParams {
   float min_p = 0.0f;               // drop tokens with p < min_p * max p; 0 = off
   float repetition_penalty = 1.0f;  // HF rule: logit>0 ? logit/pen : logit*pen for seen tokens
   uint64_t seed = 0;                // per-request generator seed
+  float presence_penalty = 0.0f;    // [-2, 2]; subtracted once from every generated token
+  float frequency_penalty = 0.0f;   // [-2, 2]; subtracted per occurrence in the output
 
   bool greedy() const { return temperature <= 0.0f; }
+  // Whether to_probs reads the token history (some penalty is on).
+  bool uses_history() const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
+  }
   void validate() const;            // throws Error naming the bad field
 };
 
@@ -32,14 +41,17 @@ class LogitsProcessor {
   explicit LogitsProcessor(int64_t vocab_size);
 
   // logits: [vocab]; probs: [vocab] output, sums to 1, zero outside the kept set.
-  // history: tokens the repetition penalty applies to (prompt + generated).
+  // history: the sequence so far (prompt, then generated tokens and any drafts before
+  // this position); its first num_prompt_tokens are the prompt. Only read when
+  // params.uses_history().
   void to_probs(const float* logits, float* probs, const SamplingParams& params,
-                std::span<const int32_t> history);
+                std::span<const int32_t> history, int64_t num_prompt_tokens);
 
  private:
   int64_t vocab_size_;
   std::vector<float> work_;        // [vocab]
   std::vector<int32_t> order_;     // [vocab]
+  std::vector<int32_t> counts_;    // [vocab] occurrences in the output; all zero between calls
 };
 
 // Index of the largest value; lowest index on ties.
@@ -50,7 +62,7 @@ int32_t sample_from_probs(const float* probs, int64_t n, double u);
 
 namespace reference {
 void to_probs(const float* logits, float* probs, int64_t vocab_size, const SamplingParams& params,
-              std::span<const int32_t> history);
+              std::span<const int32_t> history, int64_t num_prompt_tokens);
 }  // namespace reference
 
 }  // namespace dspark

@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +51,16 @@ ModelType parse_model_type(const JsonFields& fields, const std::string& source) 
   DSPARK_FAIL("{}: unsupported model_type '{}' (supported: {})", source, *name, kSupportedTypes);
 }
 
+constexpr std::string_view kSupportedRopeTypes = "default, linear, dynamic, yarn, llama3";
+
+// `where.key` as a positive finite number; `fallback` when absent.
+double positive_number(const JsonFields& fields, std::string_view key, std::optional<double> fallback) {
+  const double value = fallback ? fields.get_number(key, *fallback) : fields.get_number(key);
+  DSPARK_CHECK(value > 0 && std::isfinite(value), "{}: field '{}' must be a positive number, got {}",
+               fields.source(), fields.name(key), value);
+  return value;
+}
+
 // One rope_scaling object ({rope_type|type, ...}); `where` is its field name.
 RopeScaling parse_rope_scaling(const json& object, const std::string& source,
                                const std::string& where) {
@@ -57,16 +69,42 @@ RopeScaling parse_rope_scaling(const json& object, const std::string& source,
   const JsonFields fields(object, source, where + ".");
   std::optional<std::string> type = fields.get_string("rope_type");
   if (!type) type = fields.get_string("type");
-  DSPARK_CHECK(type, "{}: field '{}' has no 'rope_type' (supported: default, llama3)", source,
-               where);
+  DSPARK_CHECK(type, "{}: field '{}' has no 'rope_type' (supported: {})", source, where,
+               kSupportedRopeTypes);
   RopeScaling rope;
   if (*type == "default") return rope;
-  DSPARK_CHECK(*type == "llama3",
-               "{}: field '{}' has rope type '{}', which is not supported (supported: default, "
-               "llama3)",
-               source, where, *type);
+  if (*type == "linear" || *type == "dynamic") {
+    rope.kind = *type == "linear" ? RopeScaling::Kind::kLinear : RopeScaling::Kind::kDynamic;
+    rope.factor = positive_number(fields, "factor", std::nullopt);
+    rope.original_max_position_embeddings = 0;
+    if (rope.kind == RopeScaling::Kind::kDynamic && fields.has("original_max_position_embeddings")) {
+      rope.original_max_position_embeddings = fields.get_int("original_max_position_embeddings");
+      fields.require_positive("original_max_position_embeddings", rope.original_max_position_embeddings);
+    }
+    return rope;
+  }
+  if (*type == "yarn") {
+    rope.kind = RopeScaling::Kind::kYarn;
+    rope.factor = positive_number(fields, "factor", std::nullopt);
+    rope.original_max_position_embeddings = 0;
+    if (fields.has("original_max_position_embeddings")) {
+      rope.original_max_position_embeddings = fields.get_int("original_max_position_embeddings");
+      fields.require_positive("original_max_position_embeddings", rope.original_max_position_embeddings);
+    }
+    // transformers reads `beta_fast or 32` and `mscale and mscale_all_dim`: 0 means absent.
+    if (fields.get_number("beta_fast", 0.0) != 0.0) rope.beta_fast = positive_number(fields, "beta_fast", std::nullopt);
+    if (fields.get_number("beta_slow", 0.0) != 0.0) rope.beta_slow = positive_number(fields, "beta_slow", std::nullopt);
+    rope.mscale = fields.get_number("mscale", 0.0);
+    rope.mscale_all_dim = fields.get_number("mscale_all_dim", 0.0);
+    if (fields.has("attention_factor"))
+      rope.attention_factor = positive_number(fields, "attention_factor", std::nullopt);
+    rope.truncate = fields.get_bool("truncate", true);
+    return rope;
+  }
+  DSPARK_CHECK(*type == "llama3", "{}: field '{}' has rope type '{}', which is not supported (supported: {})",
+               source, where, *type, kSupportedRopeTypes);
   rope.kind = RopeScaling::Kind::kLlama3;
-  rope.factor = static_cast<float>(fields.get_number("factor"));
+  rope.factor = fields.get_number("factor");
   rope.low_freq_factor = static_cast<float>(fields.get_number("low_freq_factor"));
   rope.high_freq_factor = static_cast<float>(fields.get_number("high_freq_factor"));
   rope.original_max_position_embeddings = fields.get_int("original_max_position_embeddings");
@@ -81,31 +119,44 @@ RopeScaling parse_rope_scaling(const json& object, const std::string& source,
   return rope;
 }
 
-// Sliding-window attention is not implemented; accept only configs where no layer uses it.
-void check_sliding_window(const ModelConfig& config, const JsonFields& fields,
-                          const std::string& source) {
-  const int64_t window = fields.get_int("sliding_window", -1);
-  bool used = window >= 0;
-  if (config.model_type == ModelType::kQwen2 || config.model_type == ModelType::kQwen3) {
-    // Qwen applies the window only with use_sliding_window, to layers >= max_window_layers.
-    used = used && fields.get_bool("use_sliding_window", false) &&
-           fields.get_int("max_window_layers", 28) < config.num_hidden_layers;
-  } else if (config.model_type == ModelType::kLlama) {
-    used = false;
+// Sliding-window attention, as the transformers config class of each type resolves it:
+// mistral: `sliding_window` on every layer (null = none); qwen2/qwen3: only with
+// use_sliding_window, on the layers layer_types calls "sliding_attention" (default: layers
+// >= max_window_layers); llama has none. Sets config.sliding_window / sliding_layers.
+void parse_sliding_window(ModelConfig& config, const JsonFields& fields, const std::string& source) {
+  const bool qwen = config.model_type == ModelType::kQwen2 || config.model_type == ModelType::kQwen3;
+  int64_t window = 0;  // LlamaConfig has no window
+  if (config.model_type != ModelType::kLlama) {
+    window = fields.get_int("sliding_window", 0);
+    DSPARK_CHECK(window >= 0, "{}: field 'sliding_window' must be positive or null, got {}", source, window);
   }
-  DSPARK_CHECK(!used || window >= config.max_position_embeddings,
-               "{}: sliding_window {} is smaller than max_position_embeddings {}; sliding-window "
-               "attention is not supported",
-               source, window, config.max_position_embeddings);
+  if (qwen && !fields.get_bool("use_sliding_window", false)) window = 0;
+  const int64_t num_layers = config.num_hidden_layers;
+  std::vector<bool> sliding(static_cast<size_t>(num_layers), window > 0);
+  if (qwen) {
+    const int64_t max_window_layers = fields.get_int("max_window_layers", 28);
+    for (int64_t l = 0; l < num_layers; ++l) sliding[static_cast<size_t>(l)] = window > 0 && l >= max_window_layers;
+  }
   if (const json* layer_types = fields.find("layer_types")) {
     DSPARK_CHECK(layer_types->is_array(), "{}: field 'layer_types' must be a list, got {}",
                  source, describe_json(*layer_types));
-    for (const json& type : *layer_types) {
-      DSPARK_CHECK(type == "full_attention" || (type == "sliding_attention" && !used),
-                   "{}: layer_types contains {}; only full attention is supported", source,
-                   type.dump());
+    DSPARK_CHECK(static_cast<int64_t>(layer_types->size()) == num_layers,
+                 "{}: field 'layer_types' has {} entries for num_hidden_layers {}", source,
+                 layer_types->size(), num_layers);
+    for (int64_t l = 0; l < num_layers; ++l) {
+      const json& type = (*layer_types)[static_cast<size_t>(l)];
+      DSPARK_CHECK(type == "full_attention" || type == "sliding_attention",
+                   "{}: layer_types[{}] is {}; supported: \"full_attention\", \"sliding_attention\"",
+                   source, l, type.dump());
+      // Without a window (llama, qwen without use_sliding_window) every layer is full.
+      sliding[static_cast<size_t>(l)] = window > 0 && type == "sliding_attention";
     }
   }
+  // A window covering the whole context changes no mask: store it as none.
+  const bool any = std::find(sliding.begin(), sliding.end(), true) != sliding.end();
+  if (window >= config.max_position_embeddings || !any) return;
+  config.sliding_window = window;
+  config.sliding_layers = std::move(sliding);
 }
 
 std::string_view architecture_of(ModelType type) {
@@ -116,6 +167,68 @@ std::string_view architecture_of(ModelType type) {
     case ModelType::kQwen3: return "Qwen3ForCausalLM";
   }
   return "?";
+}
+
+json rope_scaling_to_json(const RopeScaling& r) {
+  using Kind = RopeScaling::Kind;
+  switch (r.kind) {
+    case Kind::kNone:
+      return nullptr;
+    case Kind::kLinear:
+      return {{"rope_type", "linear"}, {"factor", r.factor}};
+    case Kind::kDynamic: {
+      json j = {{"rope_type", "dynamic"}, {"factor", r.factor}};
+      if (r.original_max_position_embeddings > 0)
+        j["original_max_position_embeddings"] = r.original_max_position_embeddings;
+      return j;
+    }
+    case Kind::kYarn: {
+      json j = {{"rope_type", "yarn"},   {"factor", r.factor},       {"beta_fast", r.beta_fast},
+                {"beta_slow", r.beta_slow}, {"truncate", r.truncate}};
+      if (r.original_max_position_embeddings > 0)
+        j["original_max_position_embeddings"] = r.original_max_position_embeddings;
+      if (r.mscale != 0.0) j["mscale"] = r.mscale;
+      if (r.mscale_all_dim != 0.0) j["mscale_all_dim"] = r.mscale_all_dim;
+      if (r.attention_factor != 0.0) j["attention_factor"] = r.attention_factor;
+      return j;
+    }
+    case Kind::kLlama3:
+      return {{"rope_type", "llama3"},
+              {"factor", r.factor},
+              {"low_freq_factor", float_for_json(r.low_freq_factor)},
+              {"high_freq_factor", float_for_json(r.high_freq_factor)},
+              {"original_max_position_embeddings", r.original_max_position_embeddings}};
+  }
+  return nullptr;
+}
+
+// The sliding-window fields parse_sliding_window reads back as c.sliding_window/layers.
+void write_sliding_window(const ModelConfig& c, json& j) {
+  const bool windowed = c.sliding_window > 0;
+  switch (c.model_type) {
+    case ModelType::kLlama:
+      DSPARK_CHECK(!windowed, "ModelConfig: sliding_window cannot be expressed for model_type llama");
+      break;
+    case ModelType::kMistral:
+      DSPARK_CHECK(!windowed || std::find(c.sliding_layers.begin(), c.sliding_layers.end(), false) ==
+                                    c.sliding_layers.end(),
+                   "ModelConfig: mistral applies sliding_window to every layer");
+      j["sliding_window"] = windowed ? json(c.sliding_window) : json(nullptr);
+      break;
+    case ModelType::kQwen2:
+    case ModelType::kQwen3:
+      j["use_sliding_window"] = windowed;
+      if (windowed) {
+        j["sliding_window"] = c.sliding_window;
+        json types = json::array();
+        for (bool s : c.sliding_layers) types.push_back(s ? "sliding_attention" : "full_attention");
+        j["layer_types"] = types;
+      }
+      break;
+  }
+  DSPARK_CHECK(!windowed || static_cast<int64_t>(c.sliding_layers.size()) == c.num_hidden_layers,
+               "ModelConfig: sliding_layers has {} entries for {} layers", c.sliding_layers.size(),
+               c.num_hidden_layers);
 }
 
 }  // namespace
@@ -194,6 +307,9 @@ ModelConfig ModelConfig::from_json(const json& root, const std::string& source) 
   } else if (rope_parameters) {
     c.rope_scaling = parse_rope_scaling(*rope_parameters, source, "rope_parameters");
   }
+  // Dynamic NTK raises the base to dim / (dim - 2).
+  DSPARK_CHECK(c.rope_scaling.kind != RopeScaling::Kind::kDynamic || c.head_dim > 2,
+               "{}: dynamic rope_scaling needs head_dim > 2, got {}", source, c.head_dim);
 
   const std::string act = fields.get_string("hidden_act").value_or("silu");
   DSPARK_CHECK(act == "silu", "{}: hidden_act '{}' is not supported (only silu)", source, act);
@@ -227,7 +343,7 @@ ModelConfig ModelConfig::from_json(const json& root, const std::string& source) 
     case ModelType::kMistral:
       break;
   }
-  check_sliding_window(c, fields, source);
+  parse_sliding_window(c, fields, source);
 
   const std::vector<int64_t> bos = get_token_ids(fields, "bos_token_id");
   c.bos_token_id = bos.empty() ? -1 : bos.front();
@@ -280,24 +396,13 @@ json ModelConfig::to_json() const {
   j["max_position_embeddings"] = max_position_embeddings;
   j["rms_norm_eps"] = float_for_json(rms_norm_eps);
   j["rope_theta"] = float_for_json(rope_theta);
-  if (rope_scaling.kind == RopeScaling::Kind::kLlama3) {
-    j["rope_scaling"] = {
-        {"rope_type", "llama3"},
-        {"factor", float_for_json(rope_scaling.factor)},
-        {"low_freq_factor", float_for_json(rope_scaling.low_freq_factor)},
-        {"high_freq_factor", float_for_json(rope_scaling.high_freq_factor)},
-        {"original_max_position_embeddings", rope_scaling.original_max_position_embeddings}};
-  } else {
-    j["rope_scaling"] = nullptr;
-  }
+  j["rope_scaling"] = rope_scaling_to_json(rope_scaling);
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = tie_word_embeddings;
   if (int8_weights) j["quantization_config"] = {{"quant_method", "dspark_int8"}, {"group_size", 32}};
   if (reads_attention_bias) j["attention_bias"] = attention_bias;
   if (model_type == ModelType::kLlama) j["mlp_bias"] = mlp_bias;
-  if (model_type == ModelType::kMistral) j["sliding_window"] = nullptr;
-  if (model_type == ModelType::kQwen2 || model_type == ModelType::kQwen3)
-    j["use_sliding_window"] = false;
+  write_sliding_window(*this, j);
   j["bos_token_id"] = bos_token_id >= 0 ? json(bos_token_id) : json(nullptr);
   if (eos_token_ids.size() > 1) j["eos_token_id"] = eos_token_ids;
   else j["eos_token_id"] = eos_token_id >= 0 ? json(eos_token_id) : json(nullptr);

@@ -1,15 +1,17 @@
 // ModelConfig: the architecture of a Hugging Face decoder-only checkpoint, parsed from its
 // config.json and validated once. Supported model_type values: llama, mistral, qwen2, qwen3.
 // Anything the engine cannot run faithfully (unknown model_type, rope_scaling types other
-// than llama3, inconsistent head sizes, non-positive sizes) is rejected with an Error that
-// names the file and the offending field. Fields follow the Hugging Face modeling code of
+// than linear, dynamic, yarn and llama3, inconsistent head sizes, non-positive sizes) is
+// rejected with an Error that names the file and the offending field. Fields follow the Hugging Face modeling code of
 // each type, so the engine never guesses:
 //   - biases: qwen2 has q/k/v bias and no o bias whatever the file says; llama and qwen3 read
 //     attention_bias (true = bias on q, k, v and o); mistral has none. mlp_bias is llama-only.
 //   - qwen3 always applies per-head RMSNorm to q and k (qk_norm).
 //   - head_dim may differ from hidden_size / num_attention_heads (Qwen3, Mistral-Nemo).
-//   - sliding-window attention is not implemented: a window smaller than
-//     max_position_embeddings (when the type would use it) is rejected.
+//   - sliding-window attention as Hugging Face applies it: mistral uses `sliding_window` on
+//     every layer; qwen2/qwen3 only with use_sliding_window, on the layers named
+//     "sliding_attention" in layer_types (default: layers >= max_window_layers); llama never.
+//     A window >= max_position_embeddings changes nothing and is stored as none.
 //   - hidden_act must be silu.
 //   - rope_theta / rope_scaling are also read from "rope_parameters" (newer transformers).
 // JSON types are strict: an integer field given as "512" or 12.5 is an Error.
@@ -27,13 +29,23 @@ namespace dspark {
 
 enum class ModelType { kLlama, kMistral, kQwen2, kQwen3 };
 
+// rope_scaling of config.json. Fields a kind does not use keep their defaults, so two
+// configs of the same scaling compare equal. Numbers the Hugging Face code combines in
+// Python (double) are kept as double; rope_frequencies.cpp rounds them where torch would.
 struct RopeScaling {
-  enum class Kind { kNone, kLlama3 };
+  enum class Kind { kNone, kLinear, kDynamic, kYarn, kLlama3 };
   Kind kind = Kind::kNone;
-  float factor = 1.0f;                          // llama3: wavelength scale for low frequencies
+  double factor = 1.0;                          // linear, dynamic, yarn; llama3: low-frequency scale
   float low_freq_factor = 1.0f;                 // llama3
   float high_freq_factor = 4.0f;                // llama3
-  int64_t original_max_position_embeddings = 8192;  // llama3
+  // llama3 (required); dynamic, yarn: 0 = absent, the config's max_position_embeddings.
+  int64_t original_max_position_embeddings = 8192;
+  double beta_fast = 32.0;                      // yarn: rotations where extrapolation ends
+  double beta_slow = 1.0;                       // yarn: rotations where interpolation starts
+  double mscale = 0.0;                          // yarn: 0 = absent (DeepSeek-style mscale pair)
+  double mscale_all_dim = 0.0;                  // yarn: 0 = absent
+  double attention_factor = 0.0;                // yarn: cos/sin scale; 0 = absent (derived)
+  bool truncate = true;                         // yarn: floor/ceil the correction range
 
   bool operator==(const RopeScaling&) const = default;
 };
@@ -52,6 +64,10 @@ struct ModelConfig {
   float rms_norm_eps = 1e-6f;
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
+  // Sliding-window attention: a layer with a window W lets position p see positions
+  // (p - W, p] (the last W, itself included). 0 = no layer has a window.
+  int64_t sliding_window = 0;
+  std::vector<bool> sliding_layers;   // [num_hidden_layers] when sliding_window > 0: layer uses it
   bool tie_word_embeddings = false;   // lm_head shares model.embed_tokens.weight
   bool int8_weights = false;          // quantization_config dspark_int8: matmul weights stored int8
   bool attention_bias = false;        // bias on q/k/v projections (qwen2: always true)
@@ -65,6 +81,10 @@ struct ModelConfig {
 
   int64_t q_size() const { return num_attention_heads * head_dim; }    // width of q_proj output
   int64_t kv_size() const { return num_key_value_heads * head_dim; }   // width of k/v_proj output
+  // Attention window of decoder layer `layer`; 0 = full causal attention.
+  int64_t attention_window(int64_t layer) const {
+    return sliding_window > 0 && sliding_layers[static_cast<size_t>(layer)] ? sliding_window : 0;
+  }
 
   // Parses and validates; `source` names the file in error messages.
   static ModelConfig from_json(const nlohmann::json& json, const std::string& source);

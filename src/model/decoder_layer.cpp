@@ -27,7 +27,9 @@ LayerWorkspace::LayerWorkspace(const ModelConfig& c, int64_t max_tokens, int64_t
 
 DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, int64_t layer_index,
                            const LinearOptions& linear_options)
-    : DecoderLayer(c, store, fmt::format("model.layers.{}.", layer_index), linear_options) {}
+    : DecoderLayer(c, store, fmt::format("model.layers.{}.", layer_index), linear_options) {
+  window_ = c.attention_window(layer_index);
+}
 
 DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, const std::string& prefix,
                            const LinearOptions& linear_options)
@@ -88,6 +90,7 @@ void DecoderLayer::forward(float* x, const LayerStepContext& ctx, const KvLayerV
   args.num_keys = ctx.num_keys;
   args.block_tables = ctx.block_tables;
   args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
+  args.window = window_;
   paged_attention(args, kv);
   o_.forward(ws.attn.data(), ws.proj.data(), n);
   add_inplace(x, ws.proj.data(), n * hidden_);

@@ -49,11 +49,13 @@ struct LayerWorkspace {
 
 class DecoderLayer {
  public:
-  // Reads the Hugging Face tensors model.layers.{layer_index}.*.
+  // Reads the Hugging Face tensors model.layers.{layer_index}.*; attends within the
+  // layer's sliding window when the config gives it one.
   DecoderLayer(const ModelConfig& config, const WeightStore& weights, int64_t layer_index,
                const LinearOptions& linear_options);
   // Reads the same tensors under another prefix: {prefix}input_layernorm.weight,
-  // {prefix}self_attn.q_proj.weight, ... (a drafter's layers are "layers.{i}.").
+  // {prefix}self_attn.q_proj.weight, ... (a drafter's layers are "layers.{i}."). Full
+  // attention (no window).
   DecoderLayer(const ModelConfig& config, const WeightStore& weights, const std::string& prefix,
                const LinearOptions& linear_options);
 
@@ -74,6 +76,7 @@ class DecoderLayer {
   int64_t head_dim_;
   int64_t intermediate_;
   float eps_;
+  int64_t window_ = 0;             // sliding window (0 = full causal attention)
   std::vector<float> input_norm_;  // [hidden]
   std::vector<float> post_norm_;   // [hidden]
   std::vector<float> q_norm_;      // [head_dim] (qwen3), else empty

@@ -62,7 +62,7 @@ Transformer::Transformer(ModelConfig config, const WeightStore& store, const Tra
         }
         return make_lm_head(store, config_, embedding, lo);
       }()),
-      rope_(rope_inverse_frequencies(config_), max_model_len_),
+      rope_(rope_inverse_frequencies(config_), max_model_len_, rope_attention_factor(config_)),
       workspace_(config_, options_.max_batch_tokens),
       residual_(options_.max_batch_tokens * config_.hidden_size),
       hidden_out_(options_.capture_layers.size() * options_.max_batch_tokens * config_.hidden_size),

@@ -5,7 +5,8 @@
 // largest batch up front: forward() does not allocate.
 //
 // forward() writes each token's K/V into the given KvPool (at the slots its sequence's
-// block table names), attends causally within each sequence, and returns
+// block table names), attends causally within each sequence (only within the window of
+// layers that have a sliding window), and returns
 //   - logits for the requested rows only (the LM head is the costliest matmul at decode);
 //   - the hidden states (residual stream after decoder layer l, before the final norm) of
 //     every layer listed in options.capture_layers, for every token of the batch — the

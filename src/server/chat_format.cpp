@@ -1,94 +1,47 @@
 #include "server/chat_format.h"
 
-#include <fstream>
-
-#include <nlohmann/json.hpp>
-
+#include "chat/chat_template.h"
 #include "core/check.h"
 
 namespace dspark {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r\n");
-  return s.substr(first, last - first + 1);
-}
-
-std::string simple_role(std::string_view role) {
+std::string simple_role(const std::string& role) {
   if (role == "system") return "System";
   if (role == "assistant") return "Assistant";
-  return "User";
+  if (role == "user") return "User";
+  DSPARK_FAIL("role '{}' needs a model with a chat template (this model has none)", role);
+}
+
+std::string render_simple(const ChatConversation& c) {
+  DSPARK_CHECK(c.tools.is_null() || c.tools.empty(), "tools need a model with a chat template (this model has none)");
+  std::string out;
+  for (const auto& m : c.messages) {
+    const auto& content = m["content"];
+    DSPARK_CHECK(content.is_null() || content.is_string(), "message content must be text for this model");
+    out += simple_role(m["role"].get<std::string>()) + ": " + (content.is_null() ? "" : content.get<std::string>()) + "\n";
+  }
+  if (c.add_generation_prompt) out += "Assistant:";
+  return out;
 }
 
 }  // namespace
 
-ChatFormat ChatFormat::from_template(std::string_view t) {
-  if (t.find("<|im_start|>") != std::string_view::npos) return ChatFormat(ChatFormatKind::kChatMl);
-  if (t.find("<|start_header_id|>") != std::string_view::npos) return ChatFormat(ChatFormatKind::kLlama3);
-  return ChatFormat(ChatFormatKind::kSimple);
-}
+ChatFormat::ChatFormat(ChatTemplate chat_template)
+    : template_(std::make_shared<const ChatTemplate>(std::move(chat_template))) {}
 
 ChatFormat ChatFormat::from_model_dir(const std::filesystem::path& dir) {
-  const std::filesystem::path path = dir / "tokenizer_config.json";
-  std::ifstream in(path);
-  if (!in.good()) return ChatFormat(ChatFormatKind::kSimple);
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    DSPARK_FAIL("{}: malformed JSON: {}", path.string(), e.what());
-  }
-  if (!config.is_object() || !config.contains("chat_template")) return ChatFormat(ChatFormatKind::kSimple);
-  const nlohmann::json& t = config["chat_template"];
-  if (t.is_string()) return from_template(t.get<std::string>());
-  if (t.is_array()) {
-    const nlohmann::json* chosen = nullptr;
-    for (const auto& entry : t) {
-      if (!entry.is_object() || !entry.contains("template") || !entry["template"].is_string()) continue;
-      if (!chosen) chosen = &entry;
-      if (entry.value("name", "") == "default") {
-        chosen = &entry;
-        break;
-      }
-    }
-    if (chosen) return from_template((*chosen)["template"].get<std::string>());
-  }
-  return ChatFormat(ChatFormatKind::kSimple);
+  if (std::optional<ChatTemplate> t = ChatTemplate::from_model_dir(dir)) return ChatFormat(std::move(*t));
+  return ChatFormat();
 }
 
-std::string_view ChatFormat::name() const {
-  switch (kind_) {
-    case ChatFormatKind::kSimple: return "simple";
-    case ChatFormatKind::kChatMl: return "chatml";
-    case ChatFormatKind::kLlama3: return "llama3";
-  }
-  return "simple";
+ChatFormat ChatFormat::from_template_file(const std::filesystem::path& file, const std::filesystem::path& model_dir) {
+  return ChatFormat(ChatTemplate::from_file(file, model_dir));
 }
 
-std::string ChatFormat::render(std::span<const ChatMessage> messages) const {
-  std::string out;
-  switch (kind_) {
-    case ChatFormatKind::kSimple:
-      for (const ChatMessage& m : messages) out += simple_role(m.role) + ": " + m.content + "\n";
-      out += "Assistant:";
-      break;
-    case ChatFormatKind::kChatMl:
-      for (const ChatMessage& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-      out += "<|im_start|>assistant\n";
-      break;
-    case ChatFormatKind::kLlama3:
-      out = "<|begin_of_text|>";
-      for (const ChatMessage& m : messages) {
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n";
-        out += trim(m.content);
-        out += "<|eot_id|>";
-      }
-      out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-      break;
-  }
-  return out;
+std::string ChatFormat::render(const ChatConversation& c) const {
+  if (!template_) return render_simple(c);
+  return template_->render(c.messages, c.tools, c.add_generation_prompt, c.template_kwargs);
 }
 
 }  // namespace dspark

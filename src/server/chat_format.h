@@ -1,59 +1,59 @@
-// ChatFormat: turns a list of chat messages into the prompt text a model was trained on.
-// dspark does not run Jinja; it recognises the family of the model's chat template
-// (tokenizer_config.json "chat_template") and renders that family's format natively:
+// ChatFormat: turns a chat request's conversation into the prompt text of the model.
 //
-//   ChatML   (template contains "<|im_start|>", Qwen2/Qwen3 and others)
-//            "<|im_start|>{role}\n{content}<|im_end|>\n" per message,
-//            then "<|im_start|>assistant\n".
-//   Llama-3  (template contains "<|start_header_id|>")
-//            "<|begin_of_text|>" then per message
-//            "<|start_header_id|>{role}<|end_header_id|>\n\n{content, trimmed}<|eot_id|>",
-//            then "<|start_header_id|>assistant<|end_header_id|>\n\n".
-//            (Llama 3.1's default system preamble with dates and tools is not added.)
-//   Simple   (no template, or one of neither family: the tiny models of this project)
-//            "System: {content}\n" / "User: {content}\n" / "Assistant: {content}\n" per
-//            message, then "Assistant:" — the prompt ends where the reply begins, and the
-//            tokenizer adds its BOS as for any plain prompt.
+//   template  the model's own Jinja chat template (chat/chat_template.h), rendered exactly
+//             as Hugging Face's apply_chat_template renders it. The text carries the
+//             model's special tokens itself: encode it with add_special_tokens() == false.
+//   simple    the fallback for a model without a template (this project's tiny models):
+//             "System: {content}\n" / "User: {content}\n" / "Assistant: {content}\n" per
+//             message, then "Assistant:" — the prompt ends where the reply begins, and the
+//             tokenizer adds its BOS as for any plain prompt. Roles system, user and
+//             assistant only, string content, no tools.
 //
-// Roles are "system", "user" and "assistant" (callers map "developer" to "system").
-// ChatML and Llama-3 prompts carry their own special tokens: encode them with
-// add_special_tokens() == false so that no second BOS is prepended.
+// Errors the request caused (a role or tools the format cannot express, the template's
+// own raise_exception, a template that fails on this conversation) are thrown as Error;
+// the server answers them with 400.
 #pragma once
 
 #include <filesystem>
-#include <span>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 namespace dspark {
 
-struct ChatMessage {
-  std::string role;     // "system", "user" or "assistant"
-  std::string content;
-};
+class ChatTemplate;
 
-enum class ChatFormatKind { kSimple, kChatMl, kLlama3 };
+// A conversation as the chat endpoint received it, normalised (openai_protocol.h):
+// messages with "role" and "content" (a string or null) and whatever else the client
+// sent (tool_calls with parsed arguments, tool_call_id, name).
+struct ChatConversation {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;          // a list, or null
+  bool add_generation_prompt = true;     // end the prompt where the assistant's reply begins
+  nlohmann::ordered_json template_kwargs;  // further template variables (vLLM's chat_template_kwargs), or null
+};
 
 class ChatFormat {
  public:
-  explicit ChatFormat(ChatFormatKind kind = ChatFormatKind::kSimple) : kind_(kind) {}
+  ChatFormat() = default;  // simple
+  explicit ChatFormat(ChatTemplate chat_template);
 
-  // The family of a chat template's source text (see above).
-  static ChatFormat from_template(std::string_view chat_template);
-  // Reads dir/tokenizer_config.json: "chat_template" as a string, or as a list of
-  // {"name", "template"} (the one named "default", else the first). A missing file or
-  // field gives the simple format; a file that is not valid JSON throws Error.
+  // The model's template when it ships one (ChatTemplate::from_model_dir), else simple.
+  // Throws Error for an unreadable tokenizer_config.json or a template that does not parse.
   static ChatFormat from_model_dir(const std::filesystem::path& dir);
+  // An explicit template file (--chat-template) for the model in model_dir.
+  static ChatFormat from_template_file(const std::filesystem::path& file, const std::filesystem::path& model_dir);
 
-  ChatFormatKind kind() const { return kind_; }
-  std::string_view name() const;  // "simple", "chatml", "llama3"
-  bool add_special_tokens() const { return kind_ == ChatFormatKind::kSimple; }
+  std::string_view name() const { return template_ ? "template" : "simple"; }
+  bool add_special_tokens() const { return !template_; }
+  const ChatTemplate* chat_template() const { return template_.get(); }
 
-  // The prompt for the assistant's next reply.
-  std::string render(std::span<const ChatMessage> messages) const;
+  std::string render(const ChatConversation& conversation) const;
 
  private:
-  ChatFormatKind kind_;
+  std::shared_ptr<const ChatTemplate> template_;  // shared: the format is copied per handler
 };
 
 }  // namespace dspark

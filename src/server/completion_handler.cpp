@@ -1,11 +1,15 @@
 #include "server/completion_handler.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include <fmt/format.h>
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "server/connection_stream.h"
+#include "chat/chat_template.h"
+#include "server/openai_logprobs.h"
 
 namespace dspark {
 namespace {
@@ -32,15 +36,25 @@ ApiError server_error(const std::string& message) { return ApiError(500, message
 
 }  // namespace
 
+// One choice of a streamed response.
+struct SseChoice {
+  std::shared_ptr<RequestStream> stream;
+  std::optional<LogprobsBuilder> logprobs;  // when the request asked for them
+  bool first = true;                        // no chunk written yet
+  bool done = false;                        // its finishing chunk was written
+  StreamUpdate update;
+  int64_t prompt_tokens = 0, output_tokens = 0;
+  SpecDecodeMetrics spec;
+};
+
 // State of one SSE response, shared by its content provider and its releaser.
 struct SseState {
-  std::shared_ptr<RequestStream> stream;
+  std::vector<SseChoice> choices;  // [n]
   ResponseContext ctx;
   bool include_usage = false;
-  bool first = true;
   bool completed = false;  // [DONE] written
   double last_write = 0;
-  StreamUpdate update;
+  size_t next_wait = 0;    // the choice to block on when none has news (round robin)
   std::string out;
 };
 
@@ -92,7 +106,7 @@ std::vector<int32_t> CompletionHandler::prompt_tokens(const ParsedRequest& r) co
   std::vector<int32_t> ids;
   try {
     if (r.endpoint == Endpoint::kChat) {
-      ids = tokenizer.encode(chat_format_.render(r.messages), chat_format_.add_special_tokens());
+      ids = tokenizer.encode(chat_format_.render(r.chat), chat_format_.add_special_tokens());
     } else if (r.prompt_is_ids) {
       ids = r.prompt_ids;
     } else {
@@ -137,19 +151,36 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
     }
     if (!r.seed_given) r.options.sampling.seed = random_seed();
 
-    std::shared_ptr<RequestStream> stream;
+    if (r.n > loop_.max_running()) {
+      throw ApiError::bad_request(fmt::format("'n' is {}, but this server decodes at most {} sequences at once", r.n,
+                                              loop_.max_running()),
+                                  "n");
+    }
+    // Choice i samples with seed + i: independent streams, reproducible as a whole.
+    std::vector<std::shared_ptr<RequestStream>> streams;
     try {
-      stream = loop_.submit(std::move(prompt), r.options);
+      for (int64_t i = 0; i < r.n; ++i) {
+        GenerationOptions options = r.options;
+        options.sampling.seed += static_cast<uint64_t>(i);
+        streams.push_back(loop_.submit(prompt, options));
+      }
     } catch (const QueueFullError& e) {
+      for (const auto& s : streams) loop_.cancel(s);
       throw ApiError(429, client_message(e), "rate_limit_error", {}, "queue_full");
     } catch (const ShuttingDownError& e) {
+      for (const auto& s : streams) loop_.cancel(s);
       throw ApiError(503, client_message(e), "server_error", {}, "shutting_down");
     } catch (const Error& e) {
+      for (const auto& s : streams) loop_.cancel(s);
       throw ApiError::bad_request(client_message(e));
     }
-    const ResponseContext ctx{endpoint, make_id(endpoint), static_cast<int64_t>(std::time(nullptr)), model_name_};
-    if (r.stream) respond_stream(response, stream, ctx, r.include_usage);
-    else respond_whole(response, stream, ctx);
+    ResponseContext ctx{endpoint, make_id(endpoint), static_cast<int64_t>(std::time(nullptr)), model_name_,
+                        r.options.logprobs >= 0};
+    if (endpoint == Endpoint::kChat && !r.chat.tools.is_null() && chat_format_.chat_template()) {
+      ctx.tool_call_format = tool_call_format(chat_format_.chat_template()->source());
+    }
+    if (r.stream) respond_stream(response, std::move(streams), ctx, r.include_usage);
+    else respond_whole(response, streams, ctx);
   } catch (const ApiError& e) {
     set_error(response, e);
   } catch (const std::exception& e) {
@@ -157,36 +188,60 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
   }
 }
 
-void CompletionHandler::respond_whole(httplib::Response& response, const std::shared_ptr<RequestStream>& stream,
+void CompletionHandler::respond_whole(httplib::Response& response,
+                                      const std::vector<std::shared_ptr<RequestStream>>& streams,
                                       const ResponseContext& ctx) {
   tracker_.begin();
-  std::string text;
-  StreamUpdate update;
+  nlohmann::json choices = nlohmann::json::array();
+  Usage usage;
+  SpecDecodeMetrics spec;
   try {
-    while (true) {
-      if (!stream->next(update, kPollInterval)) continue;
-      text += update.text;
-      if (update.finished) break;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      std::string text;
+      StreamUpdate update;
+      std::optional<LogprobsBuilder> logprobs;
+      if (ctx.logprobs) logprobs.emplace(ctx.endpoint, loop_.tokenizer());
+      while (true) {
+        const bool got = streams[i]->next(update, kPollInterval);
+        // Nobody would read the answer: free the requests' batch slots and KV blocks now.
+        // (Checked on every update too, since a busy request may never wait a whole interval.)
+        if (current_client_gone()) throw ApiError(499, "the client closed the connection", "invalid_request_error");
+        if (!got) continue;
+        text += update.text;
+        if (logprobs) logprobs->add(update.logprobs);
+        if (update.finished) break;
+      }
+      if (update.finish_reason == FinishReason::kError) throw server_error(update.error);
+      if (update.finish_reason == FinishReason::kCancelled) {
+        throw ApiError(503, "the request was cancelled (the server is shutting down)", "server_error", {}, "cancelled");
+      }
+      usage.prompt_tokens = update.prompt_tokens;  // the prompt counts once
+      usage.completion_tokens += update.output_tokens;
+      spec.merge(update.spec_metrics);
+      const std::optional<ParsedToolCalls> calls =
+          parse_tool_calls(ctx.tool_call_format, text, [this] { return fmt::format("call_{:016x}", random_seed()); });
+      choices.push_back(make_choice(ctx, static_cast<int64_t>(i), text, update.finish_reason,
+                                    logprobs ? logprobs->take() : nullptr, calls ? &*calls : nullptr));
     }
   } catch (...) {
-    loop_.cancel(stream);
+    for (const auto& stream : streams) loop_.cancel(stream);
     tracker_.end();
     throw;
   }
   tracker_.end();
-  if (update.finish_reason == FinishReason::kError) throw server_error(update.error);
-  if (update.finish_reason == FinishReason::kCancelled) {
-    throw ApiError(503, "the request was cancelled (the server is shutting down)", "server_error", {}, "cancelled");
-  }
-  response.set_content(dump_json(make_response(ctx, text, update.finish_reason,
-                                               Usage{update.prompt_tokens, update.output_tokens})),
-                       "application/json");
+  usage.spec = loop_.has_speculator() ? &spec : nullptr;
+  response.set_content(dump_json(make_response(ctx, std::move(choices), usage)), "application/json");
 }
 
-void CompletionHandler::respond_stream(httplib::Response& response, const std::shared_ptr<RequestStream>& stream,
+void CompletionHandler::respond_stream(httplib::Response& response,
+                                       std::vector<std::shared_ptr<RequestStream>> streams,
                                        const ResponseContext& ctx, bool include_usage) {
   auto state = std::make_shared<SseState>();
-  state->stream = stream;
+  for (auto& stream : streams) {
+    SseChoice& c = state->choices.emplace_back();
+    c.stream = std::move(stream);
+    if (ctx.logprobs) c.logprobs.emplace(ctx.endpoint, loop_.tokenizer());
+  }
   state->ctx = ctx;
   state->include_usage = include_usage;
   state->last_write = now_seconds();
@@ -198,42 +253,98 @@ void CompletionHandler::respond_stream(httplib::Response& response, const std::s
     try {
       return write_next_event(*state, sink);
     } catch (const std::exception&) {
-      return false;  // drops the connection; the releaser cancels the request
+      return false;  // drops the connection; the releaser cancels the requests
     }
   };
   // Runs when the response is over, whatever happened: a stream that did not reach
-  // [DONE] lost its client, so its request is cancelled (freeing its KV blocks).
+  // [DONE] lost its client, so its requests are cancelled (freeing their KV blocks).
   auto release = [this, state](bool) {
-    if (!state->completed) loop_.cancel(state->stream);
+    if (!state->completed) {
+      for (const SseChoice& c : state->choices) loop_.cancel(c.stream);
+    }
     tracker_.end();
   };
   response.set_chunked_content_provider("text/event-stream", provider, release);
 }
 
+bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
+  SseChoice& c = s.choices[index];
+  const StreamUpdate& u = c.update;
+  const auto i = static_cast<int64_t>(index);
+  // Logprobs ride on the chunk that carries their text (or on the last one).
+  if (c.logprobs) c.logprobs->add(u.logprobs);
+  auto take_logprobs = [&c]() -> nlohmann::json { return c.logprobs ? c.logprobs->take() : nullptr; };
+  if (!u.finished) {
+    if (u.text.empty()) return false;  // tokens whose text is still held back
+    s.out += sse_event(make_chunk(s.ctx, u.text, std::nullopt, c.first, take_logprobs(), i));
+    c.first = false;
+    return false;
+  }
+  c.done = true;
+  c.prompt_tokens = u.prompt_tokens;
+  c.output_tokens = u.output_tokens;
+  c.spec = u.spec_metrics;
+  if (u.finish_reason == FinishReason::kError) {
+    if (!u.text.empty()) s.out += sse_event(make_chunk(s.ctx, u.text, std::nullopt, c.first, nullptr, i));
+    s.out += sse_event(server_error(u.error).body());
+    return true;
+  }
+  // As OpenAI: the last text in a chunk of its own, then an empty delta carrying the
+  // finish reason (clients that read the text only from non-final chunks lose none).
+  if (!u.text.empty()) {
+    s.out += sse_event(make_chunk(s.ctx, u.text, std::nullopt, c.first, take_logprobs(), i));
+    c.first = false;
+  }
+  // Tokens that produced no text of their own (a held-back tail cut by a stop string).
+  const bool pending = c.logprobs && !c.logprobs->empty();
+  s.out += sse_event(make_chunk(s.ctx, {}, u.finish_reason, c.first, pending ? take_logprobs() : nullptr, i));
+  return false;
+}
+
 bool CompletionHandler::write_next_event(SseState& s, httplib::DataSink& sink) {
+  const size_t n = s.choices.size();
+  // One choice: block on it a whole interval. Several: look at each without waiting, then
+  // block briefly on one of them in turn, so that no choice's text waits on another's.
+  const std::chrono::milliseconds wait = n == 1 ? kPollInterval : std::chrono::milliseconds(5);
   while (true) {
-    if (s.stream->next(s.update, kPollInterval)) {
-      const StreamUpdate& u = s.update;
-      s.out.clear();
-      if (!u.finished) {
-        if (u.text.empty()) continue;  // tokens whose text is still held back
-        s.out = sse_event(make_chunk(s.ctx, u.text, std::nullopt, s.first));
-        s.first = false;
-        s.last_write = now_seconds();
-        return sink.write(s.out.data(), s.out.size());
+    s.out.clear();
+    bool failed = false;
+    for (size_t i = 0; i < n && !failed; ++i) {
+      SseChoice& c = s.choices[i];
+      if (c.done || !c.stream->next(c.update, std::chrono::milliseconds(0))) continue;
+      failed = append_choice_events(s, i);
+    }
+    if (s.out.empty() && !failed) {
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = (s.next_wait + k) % n;
+        if (s.choices[i].done) continue;
+        s.next_wait = i + 1;
+        if (s.choices[i].stream->next(s.choices[i].update, wait)) failed = append_choice_events(s, i);
+        break;
       }
-      if (u.finish_reason == FinishReason::kError) {
-        if (!u.text.empty()) s.out += sse_event(make_chunk(s.ctx, u.text, std::nullopt, s.first));
-        s.out += sse_event(server_error(u.error).body());
-      } else {
-        s.out += sse_event(make_chunk(s.ctx, u.text, u.finish_reason, s.first));
+    }
+    const bool all_done = std::all_of(s.choices.begin(), s.choices.end(), [](const SseChoice& c) { return c.done; });
+    if (failed || all_done) {
+      if (!failed && s.include_usage) {
+        Usage usage;
+        SpecDecodeMetrics spec;
+        for (const SseChoice& c : s.choices) {
+          usage.prompt_tokens = c.prompt_tokens;
+          usage.completion_tokens += c.output_tokens;
+          spec.merge(c.spec);
+        }
+        usage.spec = loop_.has_speculator() ? &spec : nullptr;
+        s.out += sse_event(make_usage_chunk(s.ctx, usage));
       }
-      if (s.include_usage) s.out += sse_event(make_usage_chunk(s.ctx, Usage{u.prompt_tokens, u.output_tokens}));
       s.out += kSseDone;
       if (!sink.write(s.out.data(), s.out.size())) return false;
-      s.completed = true;
+      s.completed = !failed;  // a failed choice leaves the others to be cancelled
       sink.done();
       return true;
+    }
+    if (!s.out.empty()) {
+      s.last_write = now_seconds();
+      return sink.write(s.out.data(), s.out.size());
     }
     if (!sink.is_writable()) return false;
     if (now_seconds() - s.last_write >= heartbeat_seconds_) {

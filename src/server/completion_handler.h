@@ -51,13 +51,17 @@ class CompletionHandler {
 
  private:
   std::vector<int32_t> prompt_tokens(const ParsedRequest& r) const;
-  void respond_whole(httplib::Response& response, const std::shared_ptr<RequestStream>& stream,
+  // n choices: streams[i] is choice i.
+  void respond_whole(httplib::Response& response, const std::vector<std::shared_ptr<RequestStream>>& streams,
                      const ResponseContext& ctx);
-  void respond_stream(httplib::Response& response, const std::shared_ptr<RequestStream>& stream,
+  void respond_stream(httplib::Response& response, std::vector<std::shared_ptr<RequestStream>> streams,
                       const ResponseContext& ctx, bool include_usage);
-  // Blocks until there is something to write for this stream, writes it; false when the
+  // Blocks until there is something to write for this response, writes it; false when the
   // client is gone.
   bool write_next_event(SseState& state, httplib::DataSink& sink);
+  // Appends the events of choice `index`'s latest update to state.out; true when that
+  // choice failed (the response ends with its error).
+  bool append_choice_events(SseState& state, size_t index);
   uint64_t random_seed();
   std::string make_id(Endpoint endpoint);
 

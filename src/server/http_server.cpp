@@ -11,6 +11,9 @@
 
 #include "core/check.h"
 #include "server/completion_handler.h"
+#include "server/tokenize_handler.h"
+#include "server/connection_manager.h"
+#include "server/memory_release.h"
 
 namespace dspark {
 namespace {
@@ -27,9 +30,32 @@ std::string status_message(int status) {
 // cpp-httplib 0.11 listens with a backlog of 5 connections: a burst of clients connecting
 // at once overflows it, and the kernel retries the dropped connections only a second
 // later. Listening again on the bound socket raises the backlog.
+//
+// httplib's accept loop hands each accepted socket to process_and_close_socket through its
+// task queue; here that queue runs the call inline and the override gives the socket to
+// the ConnectionManager, which parks it until a request head is complete and then serves
+// it on a worker through process_request (connection_manager.h says why).
 class ListenServer : public httplib::Server {
  public:
   void raise_backlog(int backlog) { ::listen(svr_sock_, backlog); }
+  void set_connection_manager(ConnectionManager* manager) { manager_ = manager; }
+  bool serve_request(httplib::Stream& stream, bool close_connection, bool& connection_closed) {
+    return process_request(stream, close_connection, connection_closed, nullptr);
+  }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    manager_->adopt(sock);
+    return true;
+  }
+
+  ConnectionManager* manager_ = nullptr;
+};
+
+class InlineQueue final : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
 };
 
 }  // namespace
@@ -40,21 +66,32 @@ class HttpServer::Impl {
       : loop_(loop),
         metrics_(metrics),
         options_(std::move(options)),
+        access_(options_.access),
+        chat_format_(chat_format),
         completions_(loop, chat_format, options_.served_model_name, options_.heartbeat_seconds, tracker_),
         created_(static_cast<int64_t>(std::time(nullptr))) {
     const int64_t threads = options_.num_threads > 0
                                 ? options_.num_threads
                                 : std::min<int64_t>(loop.max_running() + loop.max_waiting() + 8, 1024);
-    server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    ConnectionOptions co;
+    co.num_workers = static_cast<int>(threads);
+    co.max_connections = options_.max_connections;
+    co.read_deadline = std::chrono::milliseconds(static_cast<int64_t>(options_.request_read_timeout_seconds * 1e3));
+    co.keep_alive_timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.keep_alive_seconds * 1e3));
+    connections_ = std::make_unique<ConnectionManager>(
+        co, [this](httplib::Stream& stream, bool close_connection, bool& connection_closed) {
+          return server_.serve_request(stream, close_connection, connection_closed);
+        });
+    server_.set_connection_manager(connections_.get());
+    server_.new_task_queue = [] { return new InlineQueue(); };
     server_.set_payload_max_length(options_.max_body_bytes);
-    server_.set_keep_alive_max_count(1000);
-    server_.set_keep_alive_timeout(5);
     server_.set_tcp_nodelay(true);
     routes();
   }
 
   int start() {
     DSPARK_CHECK(!thread_.joinable(), "the server is already running");
+    if (options_.tune_allocator) tune_allocator_for_serving();
     if (options_.port == 0) {
       port_ = server_.bind_to_any_port(options_.host);
       DSPARK_CHECK(port_ > 0, "cannot bind to {} (any port)", options_.host);
@@ -79,12 +116,30 @@ class HttpServer::Impl {
     tracker_.wait_idle(std::chrono::milliseconds(5000));
     server_.stop();
     if (thread_.joinable()) thread_.join();
+    connections_->stop();
   }
 
   int port() const { return port_; }
 
  private:
+  nlohmann::json model_object() const {
+    return {{"id", options_.served_model_name},
+            {"object", "model"},
+            {"created", created_},
+            {"owned_by", "dspark"},
+            {"max_model_len", loop_.model().max_model_len()}};
+  }
+
   void routes() {
+    // Refused requests (Host, API key, body type; access_policy.h) never reach a route,
+    // nor have their body read.
+    server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      const std::optional<ApiError> refusal = access_.check(req, res);
+      if (!refusal) return httplib::Server::HandlerResponse::Unhandled;
+      if (refusal->status() == 204) res.status = 204;  // a CORS preflight, answered
+      else set_error(res, *refusal);
+      return httplib::Server::HandlerResponse::Handled;
+    });
     server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
       completions_.handle(req, res, Endpoint::kCompletions);
     });
@@ -92,12 +147,24 @@ class HttpServer::Impl {
       completions_.handle(req, res, Endpoint::kChat);
     });
     server_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      const nlohmann::json model = {{"id", options_.served_model_name},
-                                    {"object", "model"},
-                                    {"created", created_},
-                                    {"owned_by", "dspark"},
-                                    {"max_model_len", loop_.model().max_model_len()}};
-      res.set_content(dump_json({{"object", "list"}, {"data", nlohmann::json::array({model})}}), "application/json");
+      res.set_content(dump_json({{"object", "list"}, {"data", nlohmann::json::array({model_object()})}}),
+                      "application/json");
+    });
+    // Model ids may contain '/' ("org/name"), so the rest of the path is the id.
+    server_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.matches[1] != options_.served_model_name) {
+        set_error(res, ApiError::not_found(fmt::format("The model '{}' does not exist; this server serves '{}'",
+                                                       req.matches[1].str(), options_.served_model_name),
+                                           "model", "model_not_found"));
+        return;
+      }
+      res.set_content(dump_json(model_object()), "application/json");
+    });
+    server_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+      respond_json(res, [&] { return tokenize(req.body, tokenize_context()); });
+    });
+    server_.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+      respond_json(res, [&] { return detokenize(req.body, tokenize_context()); });
     });
     server_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       if (tracker_.shutting_down()) {
@@ -120,6 +187,8 @@ class HttpServer::Impl {
       std::string message = "internal error";
       try {
         if (ep) std::rethrow_exception(ep);
+      } catch (const nlohmann::json::exception&) {
+        // The library's text names its internals, not the client's mistake.
       } catch (const std::exception& e) {
         message = e.what();
       } catch (...) {
@@ -128,13 +197,31 @@ class HttpServer::Impl {
     });
   }
 
+  TokenizeContext tokenize_context() const {
+    return {loop_.tokenizer(), chat_format_, options_.served_model_name, loop_.model().max_model_len(),
+            loop_.model().config().vocab_size};
+  }
+
+  // A JSON body from `make`, or the ApiError it throws.
+  template <typename Make>
+  static void respond_json(httplib::Response& res, Make make) {
+    try {
+      res.set_content(dump_json(make()), "application/json");
+    } catch (const ApiError& e) {
+      set_error(res, e);
+    }
+  }
+
   EngineLoop& loop_;
   ServerMetrics& metrics_;
   const HttpServerOptions options_;
+  const AccessPolicy access_;
+  const ChatFormat chat_format_;
   ResponseTracker tracker_;
   CompletionHandler completions_;
   const int64_t created_;
   ListenServer server_;
+  std::unique_ptr<ConnectionManager> connections_;  // after server_: stopped and destroyed first
   std::thread thread_;
   int port_ = 0;
   bool stopped_ = false;

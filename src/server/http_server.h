@@ -3,6 +3,8 @@
 //   POST /v1/completions        prompt -> text (streaming SSE or one JSON body)
 //   POST /v1/chat/completions   messages -> assistant reply (prompt built by ChatFormat)
 //   GET  /v1/models             the one served model
+//   POST /tokenize, /detokenize prompt or messages -> token ids, and back (vLLM's)
+//   GET  /v1/models/{id}        that model (404 for any other id)
 //   GET  /health                200 while serving, 503 while shutting down
 //   GET  /metrics               Prometheus text (ServerMetrics)
 //
@@ -11,10 +13,14 @@
 // "data: {chunk}\n\n" per piece of new text, the last chunk carrying finish_reason, a
 // usage chunk when stream_options.include_usage, then "data: [DONE]\n\n"; an idle stream
 // sends an SSE comment (": keep-alive") every heartbeat_seconds. A client that goes away
-// mid-stream (a failed write) has its request cancelled, which frees its KV blocks.
+// (its connection closed, seen while streaming or while a whole response is awaited) has
+// its request cancelled, which frees its KV blocks. Connections are managed by
+// ConnectionManager: idle or slow clients hold no worker thread, requests must arrive
+// within request_read_timeout_seconds, pipelined requests are served in order.
 //
-// Status codes: 400 invalid request (OpenAI error body naming the field), 404 unknown model
-// or path, 413 body too large, 429 queue full, 500 engine failure, 503 shutting down.
+// Status codes: 400 invalid request (OpenAI error body naming the field), 401 missing API
+// key, 404 unknown model or path, 413 body too large, 415 body not JSON, 421 Host not
+// allowed (access_policy.h), 429 queue full, 500 engine failure, 503 shutting down.
 // Defaults where OpenAI leaves them to the server: max_tokens 16 for completions and the
 // rest of the context for chat; a max_tokens beyond the context ends with "length" at the
 // context limit; an absent seed is drawn at random per request.
@@ -26,6 +32,7 @@
 #include <string>
 
 #include "engine/engine_loop.h"
+#include "server/access_policy.h"
 #include "server/chat_format.h"
 #include "server/server_metrics.h"
 
@@ -38,6 +45,11 @@ struct HttpServerOptions {
   int num_threads = 0;                // HTTP workers; 0 = max_running + max_waiting + 8 (<= 1024)
   size_t max_body_bytes = 16u << 20;  // larger request bodies get 413
   double heartbeat_seconds = 2.0;     // SSE comment interval on an idle stream
+  AccessPolicyOptions access;         // API key, allowed Host names, CORS origin
+  int64_t max_connections = 1000;     // open client connections (connection_manager.h)
+  double request_read_timeout_seconds = 30;  // a request's head and body arrive within this
+  double keep_alive_seconds = 5;      // an idle keep-alive connection is closed after this
+  bool tune_allocator = true;         // at start(), process-wide: return large request memory (memory_release.h)
 };
 
 class HttpServer {

@@ -5,15 +5,22 @@
 // Parsing follows vLLM's rules: unknown top-level fields are accepted and ignored; a
 // known field with the wrong JSON type, or a value outside its range, is an ApiError
 // (status 400) that names the field in "param". null counts as absent. Features that are
-// recognised but not supported (n != 1, best_of, echo, logprobs, presence/frequency
-// penalties, logit_bias, suffix, tools) are refused with 400 rather than silently ignored.
+// recognised but not supported (n != 1, best_of, echo, logit_bias, suffix, a forced
+// tool_choice) are refused with 400 rather than silently ignored.
 //
 // Supported fields: model, prompt (string, [string], token ids, [[token ids]]) or
-// messages (role + content as a string or a list of {"type": "text", "text"} parts),
+// messages (role system/developer/user/assistant/tool/function; content a string, null,
+// or text parts joined with newlines; tool_calls whose JSON-text arguments are parsed for
+// the template; other fields passed to the template as sent), tools (passed to the chat
+// template), tool_choice ("auto" or "none"), add_generation_prompt (default true),
+// chat_template_kwargs (further template variables, as vLLM),
 // max_tokens / max_completion_tokens (>= 1), temperature (>= 0), top_p (0, 1],
 // top_k (-1 or 0 = off, else >= 1), min_p [0, 1], repetition_penalty (> 0), seed
-// (any integer), stop (string or list of non-empty strings), ignore_eos, stream,
-// stream_options.include_usage, n (1 only).
+// (any integer), stop (string or list of at most kMaxStopStrings non-empty strings of at most kMaxStopStringBytes), ignore_eos, stream,
+// stream_options.include_usage, n (1..kMaxChoices), presence_penalty and frequency_penalty
+// [-2, 2], logprobs (completions: 0..20 alternatives; chat: a boolean, with top_logprobs
+// 0..20), and dspark's num_speculative_tokens (>= 0: at most this many drafts verified per
+// round for this request; 0 turns speculation off for it).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +34,7 @@
 
 #include "engine/generation.h"
 #include "server/chat_format.h"
+#include "server/tool_calls.h"
 
 namespace dspark {
 
@@ -55,16 +63,20 @@ class ApiError : public std::exception {
 
 enum class Endpoint { kCompletions, kChat };
 
+// The most choices one request may ask for (n); the server may allow fewer (its batch).
+inline constexpr int64_t kMaxChoices = 16;
+
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;                 // empty when not given
   std::string prompt_text;           // completions, text prompt
   std::vector<int32_t> prompt_ids;   // completions, token-id prompt
   bool prompt_is_ids = false;
-  std::vector<ChatMessage> messages; // chat
+  ChatConversation chat;             // chat
   GenerationOptions options;         // seed and max_tokens filled only when given
   bool max_tokens_given = false;
   bool seed_given = false;
+  int64_t n = 1;                     // choices: independent samples of the same prompt
   bool stream = false;
   bool include_usage = false;        // stream_options.include_usage
 };
@@ -79,20 +91,33 @@ struct ResponseContext {
   std::string id;       // "cmpl-..." / "chatcmpl-..."
   int64_t created = 0;  // unix seconds
   std::string model;
+  bool logprobs = false;  // the request asked for logprobs
+  ToolCallFormat tool_call_format = ToolCallFormat::kNone;  // chat with tools: how the model calls them
 };
 
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // The request's speculative decoding, reported as usage.spec_decode (num_drafts,
+  // num_draft_tokens, num_accepted_tokens, mean_acceptance_length) when not null.
+  const SpecDecodeMetrics* spec = nullptr;
 };
 
 // Non-streaming response body.
+// logprobs: the choice's "logprobs" object (openai_logprobs.h), or null. tool_calls (chat):
+// the calls parsed from the reply, which then become message.tool_calls with
+// finish_reason "tool_calls".
 nlohmann::json make_response(const ResponseContext& ctx, const std::string& text, FinishReason reason,
-                             const Usage& usage);
+                             const Usage& usage, const nlohmann::json& logprobs = nullptr,
+                             const ParsedToolCalls* tool_calls = nullptr);
+// The same with several choices (n > 1): each from make_choice, with its index.
+nlohmann::json make_choice(const ResponseContext& ctx, int64_t index, const std::string& text, FinishReason reason,
+                           const nlohmann::json& logprobs = nullptr, const ParsedToolCalls* tool_calls = nullptr);
+nlohmann::json make_response(const ResponseContext& ctx, nlohmann::json choices, const Usage& usage);
 // One stream chunk: new text and, on the last one, the finish reason. For chat, `first`
 // adds "role": "assistant" to the delta.
 nlohmann::json make_chunk(const ResponseContext& ctx, const std::string& text, std::optional<FinishReason> reason,
-                          bool first);
+                          bool first, const nlohmann::json& logprobs = nullptr, int64_t index = 0);
 // The final usage-only chunk (stream_options.include_usage): "choices": [].
 nlohmann::json make_usage_chunk(const ResponseContext& ctx, const Usage& usage);
 

@@ -1,6 +1,8 @@
 // Request parsing half of openai_protocol.h.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -86,6 +88,16 @@ class Fields {
   std::string prefix_;
 };
 
+// nlohmann's messages read "[json.exception.parse_error.101] parse error at line 1, column
+// 5: syntax error while parsing value - invalid literal; last read: '...'": the client
+// gets the sentence and the position, neither the library's tag nor an echo of its bytes.
+std::string json_error_text(const json::exception& e) {
+  std::string_view m(e.what());
+  if (m.rfind("[json.exception.", 0) == 0 && m.find("] ") != std::string_view::npos) m.remove_prefix(m.find("] ") + 2);
+  if (const size_t last_read = m.find("; last read"); last_read != std::string_view::npos) m = m.substr(0, last_read);
+  return std::string(m);
+}
+
 ApiError unsupported(const std::string& field, const std::string& what) {
   return ApiError::bad_request(fmt::format("'{}': {} is not supported", field, what), field, "unsupported_parameter");
 }
@@ -132,45 +144,96 @@ void parse_prompt(const json& body, ParsedRequest& r) {
   if (r.prompt_ids.empty()) throw ApiError::bad_request("'prompt' must not be an empty list", "prompt");
 }
 
-std::string message_content(const json& content, const std::string& field) {
-  if (content.is_null()) return {};
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) throw wrong_type(field, "a string or a list of content parts", content);
+using ordered_json = nlohmann::ordered_json;
+
+// Content as templates read it: a string, null, or text parts joined with newlines (as
+// vLLM does for templates that expect a string).
+ordered_json message_content(const ordered_json& content, const std::string& field) {
+  if (content.is_null() || content.is_string()) return content;
+  if (!content.is_array()) throw wrong_type(field, "a string or a list of content parts", json(content.type()));
   std::string text;
-  for (const json& part : content) {
-    if (!part.is_object()) throw wrong_type(field, "a list of content parts (objects)", part);
-    const Fields f(part, field + ".");
-    const auto type = f.string("type");
-    if (type && *type != "text") throw unsupported(field, fmt::format("content of type '{}'", *type));
-    const auto part_text = f.string("text");
-    if (!part_text) throw ApiError::bad_request(fmt::format("'{}': a text part needs 'text'", field), field);
-    text += *part_text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const ordered_json& part = content[i];
+    if (!part.is_object()) throw wrong_type(field, "a list of content parts (objects)", json(part.type()));
+    auto type = part.find("type");
+    if (type != part.end() && !(type->is_string() && *type == "text")) {
+      throw unsupported(field, fmt::format("content of type {}", type->dump()));
+    }
+    auto part_text = part.find("text");
+    if (part_text == part.end() || !part_text->is_string()) {
+      throw ApiError::bad_request(fmt::format("'{}': a text part needs 'text' (a string)", field), field);
+    }
+    if (i > 0) text += "\n";
+    text += part_text->get<std::string>();
   }
   return text;
 }
 
-void parse_messages(const json& body, ParsedRequest& r) {
+// OpenAI sends a tool call's arguments as JSON text; templates (as in vLLM) get the object.
+void parse_tool_call_arguments(ordered_json& message, const std::string& field) {
+  auto calls = message.find("tool_calls");
+  if (calls == message.end() || calls->is_null()) return;
+  if (!calls->is_array()) throw wrong_type(field + ".tool_calls", "a list", json(calls->type()));
+  for (ordered_json& call : *calls) {
+    if (!call.is_object()) throw wrong_type(field + ".tool_calls", "a list of objects", json(call.type()));
+    auto function = call.find("function");
+    if (function == call.end() || !function->is_object()) continue;
+    auto arguments = function->find("arguments");
+    if (arguments == function->end() || !arguments->is_string()) continue;
+    ordered_json parsed = ordered_json::parse(arguments->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object()) *arguments = std::move(parsed);
+  }
+}
+
+const char* kRoles[] = {"system", "developer", "user", "assistant", "tool", "function"};
+
+void parse_messages(const ordered_json& body, ParsedRequest& r) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) {
     throw ApiError::bad_request("'messages' is required", "messages", "missing_required_parameter");
   }
-  if (!it->is_array()) throw wrong_type("messages", "a list of messages", *it);
+  if (!it->is_array()) throw wrong_type("messages", "a list of messages", json(it->type()));
   if (it->empty()) throw ApiError::bad_request("'messages' must not be empty", "messages");
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& m = (*it)[i];
+    ordered_json m = (*it)[i];
     const std::string field = fmt::format("messages[{}]", i);
-    if (!m.is_object()) throw wrong_type(field, "an object", m);
-    const Fields f(m, field + ".");
-    const auto role = f.string("role");
-    if (!role) throw ApiError::bad_request(fmt::format("'{}.role' is required", field), field + ".role",
-                                           "missing_required_parameter");
-    ChatMessage msg;
-    if (*role == "system" || *role == "developer") msg.role = "system";
-    else if (*role == "user" || *role == "assistant") msg.role = *role;
-    else throw ApiError::bad_request(fmt::format("'{}.role': unsupported role '{}'", field, *role), field + ".role");
+    if (!m.is_object()) throw wrong_type(field, "an object", json(m.type()));
+    auto role = m.find("role");
+    if (role == m.end() || role->is_null()) {
+      throw ApiError::bad_request(fmt::format("'{}.role' is required", field), field + ".role",
+                                  "missing_required_parameter");
+    }
+    if (!role->is_string()) throw wrong_type(field + ".role", "a string", json(role->type()));
+    const std::string name = role->get<std::string>();
+    if (std::find(std::begin(kRoles), std::end(kRoles), name) == std::end(kRoles)) {
+      throw ApiError::bad_request(fmt::format("'{}.role': unsupported role '{}'", field, name), field + ".role");
+    }
+    if (name == "developer") *role = "system";  // OpenAI's newer name; templates know "system"
     auto content = m.find("content");
-    msg.content = content == m.end() ? std::string() : message_content(*content, field + ".content");
-    r.messages.push_back(std::move(msg));
+    m["content"] = content == m.end() ? ordered_json(nullptr) : message_content(*content, field + ".content");
+    parse_tool_call_arguments(m, field);
+    r.chat.messages.push_back(std::move(m));
+  }
+  if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
+    if (!tools->is_array()) throw wrong_type("tools", "a list of tools", json(tools->type()));
+    for (const ordered_json& tool : *tools) {
+      if (!tool.is_object()) throw wrong_type("tools", "a list of tool objects", json(tool.type()));
+    }
+    if (!tools->empty()) r.chat.tools = *tools;
+  }
+  // tool_choice: "auto" (the default) lets the template offer the tools; "none" withholds
+  // them. Forcing a call needs constrained decoding, which is not available.
+  if (auto choice = body.find("tool_choice"); choice != body.end() && !choice->is_null()) {
+    if (*choice == "none") r.chat.tools = nullptr;
+    else if (*choice != "auto") throw unsupported("tool_choice", fmt::format("tool_choice {}", choice->dump()));
+  }
+  if (auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
+    if (!kwargs->is_object()) throw wrong_type("chat_template_kwargs", "an object", json(kwargs->type()));
+    r.chat.template_kwargs = *kwargs;
+  }
+  if (auto add = body.find("add_generation_prompt"); add != body.end() && !add->is_null()) {
+    if (!add->is_boolean()) throw wrong_type("add_generation_prompt", "a boolean", json(add->type()));
+    r.chat.add_generation_prompt = add->get<bool>();
   }
 }
 
@@ -181,34 +244,55 @@ void parse_stop(const Fields& f, ParsedRequest& r) {
     if (!s.is_string()) throw wrong_type("stop", "a string or a list of strings", s);
     std::string text = s.get<std::string>();
     if (text.empty()) throw ApiError::bad_request("'stop' strings must not be empty", "stop");
+    if (text.size() > kMaxStopStringBytes) {
+      throw ApiError::bad_request(
+          fmt::format("'stop' strings have at most {} bytes, got {}", kMaxStopStringBytes, text.size()), "stop");
+    }
     r.options.stop.push_back(std::move(text));
   };
   if (v->is_array()) {
+    // Bounded before anything is copied (GenerationOptions: matching runs on the engine thread).
+    if (v->size() > kMaxStopStrings) {
+      throw ApiError::bad_request(fmt::format("'stop' has at most {} strings, got {}", kMaxStopStrings, v->size()),
+                                  "stop");
+    }
     for (const json& s : *v) add(s);
   } else {
     add(*v);
   }
 }
 
-void refuse_unsupported(const Fields& f, Endpoint endpoint) {
-  if (auto n = f.integer("n"); n && *n != 1) {
-    throw ApiError::bad_request(fmt::format("'n' must be 1 (one completion per request), got {}", *n), "n");
+// Completions: "logprobs": n (the top n alternatives, 0..20). Chat: "logprobs": true and
+// "top_logprobs": n (0..20; needs logprobs).
+void parse_logprobs(const Fields& f, ParsedRequest& r) {
+  auto check_range = [](const char* key, int64_t n) {
+    if (n < 0 || n > kMaxTopLogprobs) {
+      throw ApiError::bad_request(fmt::format("'{}' must be in [0, {}], got {}", key, kMaxTopLogprobs, n), key);
+    }
+  };
+  if (r.endpoint == Endpoint::kCompletions) {
+    if (auto n = f.integer("logprobs")) {
+      check_range("logprobs", *n);
+      r.options.logprobs = static_cast<int32_t>(*n);
+    }
+    return;
   }
+  const bool on = f.boolean("logprobs").value_or(false);
+  if (auto n = f.integer("top_logprobs")) {
+    check_range("top_logprobs", *n);
+    if (!on && *n > 0) throw ApiError::bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    r.options.logprobs = static_cast<int32_t>(*n);
+  }
+  if (on) r.options.logprobs = std::max<int32_t>(r.options.logprobs, 0);
+  else r.options.logprobs = -1;
+}
+
+void refuse_unsupported(const Fields& f, Endpoint endpoint) {
   if (auto best_of = f.integer("best_of"); best_of && *best_of != 1) throw unsupported("best_of", "best_of > 1");
   if (auto echo = f.boolean("echo"); echo && *echo) throw unsupported("echo", "echo");
-  if (const json* lp = f.get("logprobs")) {
-    const bool off = (lp->is_boolean() && !lp->get<bool>()) || (lp->is_number_integer() && lp->get<int64_t>() == 0);
-    if (!off) throw unsupported("logprobs", "logprobs");
-  }
-  if (auto top = f.integer("top_logprobs"); top && *top != 0) throw unsupported("top_logprobs", "top_logprobs");
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    if (auto p = f.number(key); p && *p != 0.0) throw unsupported(key, "a non-zero value");
-  }
   if (const json* bias = f.get("logit_bias"); bias && !bias->empty()) throw unsupported("logit_bias", "logit_bias");
   if (endpoint == Endpoint::kCompletions) {
     if (auto suffix = f.string("suffix"); suffix && !suffix->empty()) throw unsupported("suffix", "suffix");
-  } else if (const json* tools = f.get("tools"); tools && !tools->empty()) {
-    throw unsupported("tools", "tool calling");
   }
 }
 
@@ -219,7 +303,8 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
   try {
     body = json::parse(text);
   } catch (const json::exception& e) {
-    throw ApiError::bad_request(fmt::format("the request body is not valid JSON: {}", e.what()), {}, "invalid_json");
+    throw ApiError::bad_request(fmt::format("the request body is not valid JSON: {}", json_error_text(e)), {},
+                                "invalid_json");
   }
   if (!body.is_object()) throw ApiError::bad_request("the request body must be a JSON object", {}, "invalid_json");
 
@@ -228,8 +313,24 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
   const Fields f(body);
   if (auto model = f.string("model")) r.model = *model;
   if (endpoint == Endpoint::kCompletions) parse_prompt(body, r);
-  else parse_messages(body, r);
+  else parse_messages(ordered_json::parse(text), r);  // key order kept: templates print tools and arguments
   refuse_unsupported(f, endpoint);
+  if (auto n = f.integer("n")) {
+    if (*n < 1 || *n > kMaxChoices) {
+      throw ApiError::bad_request(fmt::format("'n' must be in [1, {}], got {}", kMaxChoices, *n), "n");
+    }
+    r.n = *n;
+  }
+  // Constrained decoding is not available: a JSON mode silently ignored would hand the
+  // client text it cannot parse.
+  if (const json* format = f.get("response_format")) {
+    if (!format->is_object()) throw wrong_type("response_format", "an object", *format);
+    const json* type = Fields(*format, "response_format.").get("type");
+    if (!type || !type->is_string()) {
+      throw ApiError::bad_request("'response_format.type' is required", "response_format.type");
+    }
+    if (*type != "text") throw unsupported("response_format", fmt::format("response_format {}", type->dump()));
+  }
 
   // max_completion_tokens supersedes the older max_tokens (both are accepted).
   const char* max_key = f.get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
@@ -265,6 +366,21 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
   if (auto seed = f.integer("seed")) {
     s.seed = static_cast<uint64_t>(*seed);
     r.seed_given = true;
+  }
+  for (auto [key, target] : {std::pair{"presence_penalty", &s.presence_penalty},
+                              std::pair{"frequency_penalty", &s.frequency_penalty}}) {
+    if (auto p = f.number(key)) {
+      if (!(*p >= -2 && *p <= 2)) throw ApiError::bad_request(fmt::format("'{}' must be in [-2, 2], got {}", key, *p), key);
+      *target = static_cast<float>(*p);
+    }
+  }
+  parse_logprobs(f, r);
+  if (auto k = f.integer("num_speculative_tokens")) {
+    if (*k < 0) {
+      throw ApiError::bad_request(fmt::format("'num_speculative_tokens' must be >= 0 (0 = no speculation), got {}", *k),
+                                  "num_speculative_tokens");
+    }
+    r.options.max_spec_tokens = static_cast<int32_t>(std::min<int64_t>(*k, std::numeric_limits<int32_t>::max()));
   }
   parse_stop(f, r);
   if (auto ignore_eos = f.boolean("ignore_eos")) r.options.ignore_eos = *ignore_eos;

@@ -9,9 +9,16 @@ using nlohmann::json;
 json null_or(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
 json usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  json usage = {{"prompt_tokens", u.prompt_tokens},
+                {"completion_tokens", u.completion_tokens},
+                {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.spec) {
+    usage["spec_decode"] = {{"num_drafts", u.spec->num_drafts},
+                            {"num_draft_tokens", u.spec->num_draft_tokens},
+                            {"num_accepted_tokens", u.spec->num_accepted_tokens},
+                            {"mean_acceptance_length", u.spec->mean_acceptance_length()}};
+  }
+  return usage;
 }
 
 json envelope(const ResponseContext& ctx, const char* object) {
@@ -36,26 +43,34 @@ ApiError ApiError::not_found(std::string message, std::string param, std::string
   return ApiError(404, std::move(message), "invalid_request_error", std::move(param), std::move(code));
 }
 
-json make_response(const ResponseContext& ctx, const std::string& text, FinishReason reason, const Usage& usage) {
-  const std::string finish(finish_reason_name(reason));
-  json choice;
-  json body;
-  if (ctx.endpoint == Endpoint::kChat) {
-    body = envelope(ctx, "chat.completion");
-    choice = {{"index", 0},
-              {"message", {{"role", "assistant"}, {"content", text}}},
-              {"logprobs", nullptr},
-              {"finish_reason", finish}};
-  } else {
-    body = envelope(ctx, "text_completion");
-    choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+json make_choice(const ResponseContext& ctx, int64_t index, const std::string& text, FinishReason reason,
+                 const json& logprobs, const ParsedToolCalls* tool_calls) {
+  const std::string finish = tool_calls ? "tool_calls" : std::string(finish_reason_name(reason));
+  if (ctx.endpoint != Endpoint::kChat) {
+    return {{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}};
   }
-  body["choices"] = json::array({choice});
+  json message = {{"role", "assistant"}, {"content", text}};
+  if (tool_calls) {
+    message["content"] = tool_calls->content ? json(*tool_calls->content) : json(nullptr);
+    message["tool_calls"] = tool_calls->tool_calls;
+  }
+  return {{"index", index}, {"message", std::move(message)}, {"logprobs", logprobs}, {"finish_reason", finish}};
+}
+
+json make_response(const ResponseContext& ctx, json choices, const Usage& usage) {
+  json body = envelope(ctx, ctx.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion");
+  body["choices"] = std::move(choices);
   body["usage"] = usage_json(usage);
   return body;
 }
 
-json make_chunk(const ResponseContext& ctx, const std::string& text, std::optional<FinishReason> reason, bool first) {
+json make_response(const ResponseContext& ctx, const std::string& text, FinishReason reason, const Usage& usage,
+                   const json& logprobs, const ParsedToolCalls* tool_calls) {
+  return make_response(ctx, json::array({make_choice(ctx, 0, text, reason, logprobs, tool_calls)}), usage);
+}
+
+json make_chunk(const ResponseContext& ctx, const std::string& text, std::optional<FinishReason> reason, bool first,
+                const json& logprobs, int64_t index) {
   const json finish = reason ? json(std::string(finish_reason_name(*reason))) : json(nullptr);
   json body;
   json choice;
@@ -64,10 +79,10 @@ json make_chunk(const ResponseContext& ctx, const std::string& text, std::option
     json delta = json::object();
     if (first) delta["role"] = "assistant";
     if (!text.empty() || first) delta["content"] = text;
-    choice = {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    choice = {{"index", index}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", finish}};
   } else {
     body = envelope(ctx, "text_completion");
-    choice = {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    choice = {{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}};
   }
   body["choices"] = json::array({choice});
   return body;

@@ -123,12 +123,12 @@ void DraftModelProposer::draft_token(const DraftRequest& request, SlotState& s, 
   const SamplingParams& sp = *request.sampling;
   float* q = s.probs.data() + static_cast<int64_t>(s.drafts.size()) * vocab;
   std::span<const int32_t> history;
-  if (sp.repetition_penalty != 1.0f) {
+  if (sp.uses_history()) {
     history_.assign(request.tokens.begin(), request.tokens.end());
     history_.insert(history_.end(), s.drafts.begin(), s.drafts.end());
     history = history_;
   }
-  logits_processor_.to_probs(logits, q, sp, history);
+  logits_processor_.to_probs(logits, q, sp, history, request.num_prompt_tokens);
   const int32_t token = sp.greedy() ? argmax(q, vocab) : sample_from_probs(q, vocab, request.rng->uniform());
   s.drafts.push_back(token);
   const float confidence = sp.greedy() ? softmax_probability(logits, vocab, token) : q[token];

@@ -126,7 +126,8 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       lm_head_(load_lm_head(drafter, target, target_config, hidden_), vocab_, hidden_, {},
                LinearOptions{options_.compute, max_block_rows_, LinearBackend::kAuto, options_.quantization}),
       heads_(config_, drafter, options_.compute, options_.max_running, options_.quantization),
-      rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + block_),
+      rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + block_,
+            rope_attention_factor(config_.layer)),
       kv_(config_.layer, kv_options(options_, block_)),
       allocator_(kv_.num_blocks()),
       logits_processor_(vocab_),
@@ -401,13 +402,13 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
       ++n;
       const SamplingParams& sp = *r.sampling;
       std::span<const int32_t> history;
-      if (sp.repetition_penalty != 1.0f) {
+      if (sp.uses_history()) {
         history_.assign(r.tokens.begin(), r.tokens.end());
         history_.insert(history_.end(), s.drafts.begin(), s.drafts.end());
         history = history_;
       }
       float* q = s.probs.data() + static_cast<int64_t>(j) * vocab_;
-      logits_processor_.to_probs(logits, q, sp, history);
+      logits_processor_.to_probs(logits, q, sp, history, r.num_prompt_tokens);
       const int32_t token = sp.greedy() ? argmax(q, vocab_) : sample_from_probs(q, vocab_, r.rng->uniform());
       if (heads_.has_confidence()) {
         const float* h = x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_;

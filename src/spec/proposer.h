@@ -50,6 +50,7 @@ struct DraftRequest {
   const SamplingParams* sampling = nullptr; // the request's transform (q must use it too)
   Rng* rng = nullptr;                       // the drafter's own random stream for this request
   int32_t max_drafts = 0;                   // propose at most this many (may be 0)
+  int64_t num_prompt_tokens = 0;            // tokens[0, num_prompt_tokens) is the prompt
 };
 
 // What it returns for that request; views into proposer-owned memory, valid until the

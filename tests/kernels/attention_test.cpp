@@ -168,6 +168,117 @@ TEST(PagedAttention, BatchAndThreadInvariant) {
   set_num_threads(saved);
 }
 
+// Sliding windows around the tile and block edges (1, block-ish, 31..33, longer than every
+// row). Kernel vs reference, same 2e-6 tolerance as above; with 1 and 2 threads and each
+// row alone, bit-identical (the window fixes where a row's tiles start).
+TEST(PagedAttention, SlidingWindowMatchesReferenceAndIsBatchInvariant) {
+  const int saved = num_threads();
+  for (DType dtype : {DType::kF32, DType::kBF16})
+    for (const Shape& s : kShapes)
+      for (int64_t window : {1, 5, 31, 32, 33, 64, 1000}) {
+        Fixture f = make_fixture(s.block_size, s.kv_heads, s.head_dim, s.heads, dtype, 11);
+        const int64_t row = s.heads * s.head_dim;
+        std::vector<float> out(f.q.size()), ref(f.q.size()), alone(f.q.size()), out2(f.q.size());
+        PagedAttentionArgs a = f.args(out.data());
+        a.window = window;
+        set_num_threads(1);
+        paged_attention(a, f.view());
+        PagedAttentionArgs r = f.args(ref.data());
+        r.window = window;
+        reference::paged_attention(r, f.view());
+        for (size_t i = 0; i < out.size(); ++i)
+          ASSERT_NEAR(out[i], ref[i], 2e-6) << dtype_name(dtype) << " head_dim " << s.head_dim << " window "
+                                            << window << " index " << i;
+        for (int64_t t = 0; t < f.tokens(); ++t) {
+          PagedAttentionArgs one = f.args(alone.data() + t * row);
+          one.window = window;
+          one.q = f.q.data() + t * row;
+          one.num_tokens = 1;
+          one.seq_of_token = f.seq_of_token.data() + t;
+          one.num_keys = f.num_keys.data() + t;
+          paged_attention(one, f.view());
+        }
+        set_num_threads(2);
+        PagedAttentionArgs two = f.args(out2.data());
+        two.window = window;
+        paged_attention(two, f.view());
+        EXPECT_TRUE(same_bits(alone.data(), out.data(), out.size())) << dtype_name(dtype) << " window " << window;
+        EXPECT_TRUE(same_bits(out2.data(), out.data(), out.size())) << dtype_name(dtype) << " window " << window;
+      }
+  set_num_threads(saved);
+}
+
+// The window's meaning, checked independently of both implementations: a row with window W
+// over num_keys keys equals full attention over a copy of the sequence holding only those W
+// keys (positions num_keys - W .. num_keys - 1 moved to 0 .. W - 1); a window at least as
+// long as the row changes no bit; keys before the window are never read (their block-table
+// entries may be invalid, as if freed).
+TEST(PagedAttention, SlidingWindowSeesExactlyTheLastWKeys) {
+  const int64_t block_size = 4, kv_heads = 1, head_dim = 16, heads = 2, len = 23, window = 6;
+  Fixture f(block_size, kv_heads, head_dim, heads, DType::kF32, {len}, 21);
+  f.add_query(0, len, 1);
+  f.add_query(0, 9, 2);
+  f.add_query(0, 3, 3);  // shorter than the window: sees everything
+  std::vector<float> windowed(f.q.size()), full(f.q.size());
+  PagedAttentionArgs a = f.args(windowed.data());
+  a.window = window;
+  paged_attention(a, f.view());
+  paged_attention(f.args(full.data()), f.view());
+  const int64_t row = heads * head_dim;
+  EXPECT_TRUE(same_bits(windowed.data() + 2 * row, full.data() + 2 * row, static_cast<size_t>(row)));
+  PagedAttentionArgs wide = f.args(full.data());
+  wide.window = len;
+  std::vector<float> wide_out(f.q.size());
+  wide.out = wide_out.data();
+  paged_attention(wide, f.view());
+  EXPECT_TRUE(same_bits(wide_out.data(), full.data(), full.size()));
+
+  for (int64_t t = 0; t < 2; ++t) {
+    const int64_t n = f.num_keys[t], first = n - window;
+    // A one-sequence pool holding keys first .. n-1 at positions 0 .. W-1.
+    const int64_t kv_row = kv_heads * head_dim;
+    std::vector<float> k(static_cast<size_t>(window * kv_row)), v(k.size());
+    const int32_t* table = f.tables[0].data();
+    for (int64_t j = 0; j < window; ++j) {
+      const int64_t pos = first + j;
+      const int64_t slot = int64_t{table[pos / block_size]} * block_size + pos % block_size;
+      std::copy_n(f.k_pool.begin() + slot * kv_row, kv_row, k.begin() + j * kv_row);
+      std::copy_n(f.v_pool.begin() + slot * kv_row, kv_row, v.begin() + j * kv_row);
+    }
+    std::vector<float> kp(k), vp(v);
+    const std::vector<int32_t> small_table = {0, 1};  // W = 6 keys in two blocks of 4
+    kp.resize(static_cast<size_t>(8 * kv_row), NAN);
+    vp.resize(kp.size(), NAN);
+    KvLayerView small{kp.data(), vp.data(), DType::kF32, 2, block_size, kv_heads, head_dim};
+    std::vector<float> expect(static_cast<size_t>(row));
+    const int32_t seq = 0, keys = static_cast<int32_t>(window);
+    const int32_t* tables[1] = {small_table.data()};
+    PagedAttentionArgs direct = f.args(expect.data());
+    direct.q = f.q.data() + t * row;
+    direct.num_tokens = 1;
+    direct.seq_of_token = &seq;
+    direct.num_keys = &keys;
+    direct.block_tables = tables;
+    reference::paged_attention(direct, small);
+    for (int64_t i = 0; i < row; ++i) ASSERT_NEAR(windowed[t * row + i], expect[i], 2e-6) << "row " << t;
+  }
+
+  // Blocks wholly before every row's window: invalid ids must not be read or rejected.
+  f.seq_of_token = {0};
+  f.num_keys = {static_cast<int32_t>(len)};
+  f.q.resize(static_cast<size_t>(row));
+  f.tables[0][0] = -1;
+  f.tables[0][1] = static_cast<int32_t>(f.num_blocks + 5);
+  f.table_ptrs[0] = f.tables[0].data();
+  std::vector<float> after(static_cast<size_t>(row));
+  PagedAttentionArgs freed = f.args(after.data());
+  freed.window = window;  // first visible position 17: block 4
+  EXPECT_NO_THROW(paged_attention(freed, f.view()));
+  EXPECT_TRUE(same_bits(after.data(), windowed.data(), static_cast<size_t>(row)));
+  freed.window = 0;  // full attention reads them: rejected
+  EXPECT_THROW(paged_attention(freed, f.view()), Error);
+}
+
 TEST(WriteKv, StoresRoundedBf16AndExactF32) {
   const int64_t kv_heads = 2, head_dim = 24, row = kv_heads * head_dim;
   const auto k = random_floats(3 * row, 1, -50.0f, 50.0f);

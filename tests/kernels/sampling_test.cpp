@@ -20,7 +20,7 @@ std::vector<float> probs_of(const std::vector<float>& logits, const SamplingPara
                             const std::vector<int32_t>& history = {}) {
   LogitsProcessor processor(static_cast<int64_t>(logits.size()));
   std::vector<float> probs(logits.size(), -1.0f);
-  processor.to_probs(logits.data(), probs.data(), params, history);
+  processor.to_probs(logits.data(), probs.data(), params, history, 0);
   return probs;
 }
 
@@ -82,7 +82,7 @@ TEST(Sampling, TopPOnLargeVocabularyBeyondFirstChunk) {
   params.top_p = 0.5f;
   const auto p = probs_of(logits, params);
   std::vector<float> ref(logits.size());
-  reference::to_probs(logits.data(), ref.data(), static_cast<int64_t>(logits.size()), params, {});
+  reference::to_probs(logits.data(), ref.data(), static_cast<int64_t>(logits.size()), params, {}, 0);
   EXPECT_GT(count_nonzero(p), 1000);
   EXPECT_EQ(count_nonzero(p), count_nonzero(ref));
 }
@@ -130,8 +130,8 @@ TEST(Sampling, MatchesReferenceOnRandomLogits) {
     LogitsProcessor processor(vocab);
     for (const auto& params : configs) {
       std::vector<float> p(static_cast<size_t>(vocab)), ref(p.size());
-      processor.to_probs(logits.data(), p.data(), params, history);
-      reference::to_probs(logits.data(), ref.data(), vocab, params, history);
+      processor.to_probs(logits.data(), p.data(), params, history, 0);
+      reference::to_probs(logits.data(), ref.data(), vocab, params, history, 0);
       double total = 0;
       for (int64_t i = 0; i < vocab; ++i) {
         ASSERT_NEAR(p[i], ref[i], 1e-6) << "vocab " << vocab << " token " << i;
@@ -207,6 +207,72 @@ TEST(Sampling, ValidateNamesTheBadField) {
   expect_invalid(p, "repetition_penalty");
   p.repetition_penalty = NAN;
   expect_invalid(p, "repetition_penalty");
+  p = {};
+  p.presence_penalty = 2.5f;
+  expect_invalid(p, "presence_penalty");
+  p = {};
+  p.frequency_penalty = -2.01f;
+  expect_invalid(p, "frequency_penalty");
+  p.frequency_penalty = NAN;
+  expect_invalid(p, "frequency_penalty");
+}
+
+// OpenAI's rule on the generated tokens only: logit -= frequency * count + presence.
+TEST(Sampling, PresenceAndFrequencyPenaltiesCountOutputTokensOnly) {
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.frequency_penalty = 0.5f;
+  params.presence_penalty = 0.25f;
+  const std::vector<float> logits = {1.0f, 2.0f, 0.5f, -1.0f};
+  // Prompt {1, 1}; output {0, 0, 2}: token 1 is only in the prompt and keeps its logit.
+  const std::vector<int32_t> history = {1, 1, 0, 0, 2};
+  LogitsProcessor processor(4);
+  std::vector<float> p(4);
+  processor.to_probs(logits.data(), p.data(), params, history, /*num_prompt_tokens=*/2);
+  const std::vector<float> adjusted = {1.0f - 0.5f * 2 - 0.25f, 2.0f, 0.5f - 0.5f - 0.25f, -1.0f};
+  double total = 0;
+  for (float a : adjusted) total += std::exp(static_cast<double>(a));
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(p[i], std::exp(static_cast<double>(adjusted[i])) / total, 1e-6) << i;
+  // The scratch counts are reset: a second call with no output tokens is unpenalised.
+  processor.to_probs(logits.data(), p.data(), params, history, /*num_prompt_tokens=*/5);
+  total = 0;
+  for (float l : logits) total += std::exp(static_cast<double>(l));
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(p[i], std::exp(static_cast<double>(logits[i])) / total, 1e-6) << i;
+  // Greedy sees the penalties too: token 0 (logit 1) would win without them over token 2
+  // (0.5); with a large presence penalty on 0 only, the argmax moves.
+  params.temperature = 0.0f;
+  params.frequency_penalty = 0.0f;
+  params.presence_penalty = 2.0f;
+  const std::vector<float> close = {1.0f, -5.0f, 0.5f, -5.0f};
+  processor.to_probs(close.data(), p.data(), params, std::vector<int32_t>{0}, 0);
+  EXPECT_EQ(p, (std::vector<float>{0, 0, 1, 0}));
+}
+
+TEST(Sampling, PenaltiesMatchReferenceOnRandomLogits) {
+  for (int64_t vocab : {7, 1000, 50257}) {
+    const auto logits = random_floats(static_cast<size_t>(vocab), 90 + vocab, -8.0f, 8.0f);
+    std::vector<int32_t> history;
+    for (int32_t i = 0; i < 40; ++i) history.push_back(static_cast<int32_t>((i * i * 31 + 7) % vocab));
+    LogitsProcessor processor(vocab);
+    for (const float frequency : {0.0f, 0.6f, -1.5f}) {
+      for (const float presence : {0.0f, 1.1f, -0.3f}) {
+        SamplingParams params;
+        params.temperature = 0.9f;
+        params.top_k = 100;
+        params.top_p = 0.97f;
+        params.repetition_penalty = 1.2f;
+        params.frequency_penalty = frequency;
+        params.presence_penalty = presence;
+        std::vector<float> p(static_cast<size_t>(vocab)), ref(p.size());
+        processor.to_probs(logits.data(), p.data(), params, history, 15);
+        reference::to_probs(logits.data(), ref.data(), vocab, params, history, 15);
+        for (int64_t i = 0; i < vocab; ++i) {
+          ASSERT_NEAR(p[i], ref[i], 1e-6) << "vocab " << vocab << " token " << i;
+          ASSERT_EQ(p[i] == 0.0f, ref[i] == 0.0f) << "vocab " << vocab << " token " << i;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

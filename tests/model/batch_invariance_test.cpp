@@ -31,10 +31,12 @@ std::vector<float> last_row(const std::vector<float>& logits, int64_t vocab) {
   return std::vector<float>(logits.end() - vocab, logits.end());
 }
 
-// Weights of the model under test: bf16 or f32 compute, or int8 weights.
+// Weights of the model under test: bf16 or f32 compute, or int8 weights; optionally a
+// sliding window on layer 1 (layer 0 full), shorter than the prompts and the chunks.
 struct Weights {
   DType compute;
   WeightQuantization quantization;
+  int64_t sliding_window = 0;
 };
 
 class BatchInvariance : public ::testing::TestWithParam<Weights> {
@@ -48,6 +50,8 @@ class BatchInvariance : public ::testing::TestWithParam<Weights> {
     spec.head_dim = 32;
     spec.intermediate_size = 160;
     spec.vocab_size = 300;
+    spec.sliding_window = GetParam().sliding_window;
+    spec.max_window_layers = 1;
     const auto dir = testing::write_tiny_model(spec, testing::make_temp_dir("batch-invariance"));
     TransformerOptions opts;
     opts.compute = GetParam().compute;
@@ -130,11 +134,16 @@ TEST_P(BatchInvariance, MultiTokenVerifyStepEqualsOneByOne) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, BatchInvariance,
                          ::testing::Values(Weights{DType::kBF16, WeightQuantization::kNone},
                                            Weights{DType::kF32, WeightQuantization::kNone},
-                                           Weights{DType::kBF16, WeightQuantization::kInt8}),
+                                           Weights{DType::kBF16, WeightQuantization::kInt8},
+                                           Weights{DType::kBF16, WeightQuantization::kNone, 7},
+                                           Weights{DType::kF32, WeightQuantization::kNone, 7}),
                          [](const auto& info) {
-                           return info.param.quantization == WeightQuantization::kInt8
-                                      ? std::string("int8")
-                                      : std::string(dtype_name(info.param.compute));
+                           std::string name = info.param.quantization == WeightQuantization::kInt8
+                                                  ? std::string("int8")
+                                                  : std::string(dtype_name(info.param.compute));
+                           if (info.param.sliding_window > 0)
+                             name += "_window" + std::to_string(info.param.sliding_window);
+                           return name;
                          });
 
 }  // namespace

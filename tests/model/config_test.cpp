@@ -133,7 +133,9 @@ TEST(ModelConfig, RopeParametersOfNewerTransformers) {
   EXPECT_EQ(c.rope_theta, 1000000.0f);
   EXPECT_EQ(c.rope_scaling.kind, RopeScaling::Kind::kNone);
   j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 1000000.0}, {"factor", 4.0}};
-  expect_error(j, {"rope_parameters", "'yarn'"});
+  EXPECT_EQ(parse(j).rope_scaling.kind, RopeScaling::Kind::kYarn);
+  j["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 1000000.0}, {"factor", 4.0}};
+  expect_error(j, {"rope_parameters", "'longrope'", "not supported"});
 }
 
 TEST(ModelConfig, MistralWithFullWindowAndOwnHeadDim) {
@@ -303,7 +305,7 @@ TEST(ModelConfig, RejectsInconsistentHeads) {
 }
 
 TEST(ModelConfig, RejectsUnsupportedRopeTypes) {
-  for (const char* type : {"yarn", "linear", "dynamic", "longrope"}) {
+  for (const char* type : {"longrope", "ntk", "mrope"}) {
     json j = minimal("qwen2");
     j["rope_scaling"] = {{"type", type}, {"factor", 4.0}};
     expect_error(j, {std::string("'") + type + "'", "rope_scaling", "not supported"});
@@ -313,18 +315,144 @@ TEST(ModelConfig, RejectsUnsupportedRopeTypes) {
   expect_error(j, {"rope_scaling.low_freq_factor", "missing"});
 }
 
-TEST(ModelConfig, RejectsSlidingWindowSmallerThanContext) {
+TEST(ModelConfig, LinearDynamicAndYarnRopeScalingRoundTrip) {
+  json j = minimal("qwen3");
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.5}};
+  ModelConfig c = parse(j);
+  EXPECT_EQ(c.rope_scaling.kind, RopeScaling::Kind::kLinear);
+  EXPECT_EQ(c.rope_scaling.factor, 2.5);
+  expect_round_trip(c);
+  EXPECT_EQ(c.to_json()["rope_scaling"]["rope_type"], "linear");
+
+  j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  c = parse(j);
+  EXPECT_EQ(c.rope_scaling.kind, RopeScaling::Kind::kDynamic);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 0);  // absent: max_position_embeddings
+  expect_round_trip(c);
+  j["rope_scaling"]["original_max_position_embeddings"] = 4096;
+  c = parse(j);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 4096);
+  expect_round_trip(c);
+
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  c = parse(j);
+  EXPECT_EQ(c.rope_scaling.kind, RopeScaling::Kind::kYarn);
+  EXPECT_EQ(c.rope_scaling.beta_fast, 32.0);
+  EXPECT_EQ(c.rope_scaling.beta_slow, 1.0);
+  EXPECT_TRUE(c.rope_scaling.truncate);
+  EXPECT_EQ(c.rope_scaling.attention_factor, 0.0);  // derived from factor
+  expect_round_trip(c);
+  // transformers reads `beta_fast or 32`: 0 is the default.
+  j["rope_scaling"]["beta_fast"] = 0;
+  EXPECT_EQ(parse(j).rope_scaling, c.rope_scaling);
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 40.0},          {"beta_fast", 16.0},
+                       {"beta_slow", 2.0},    {"mscale", 1.0},           {"mscale_all_dim", 0.707},
+                       {"truncate", false},   {"attention_factor", 1.2}};
+  c = parse(j);
+  EXPECT_EQ(c.rope_scaling.beta_fast, 16.0);
+  EXPECT_EQ(c.rope_scaling.mscale_all_dim, 0.707);
+  EXPECT_FALSE(c.rope_scaling.truncate);
+  EXPECT_EQ(c.rope_scaling.attention_factor, 1.2);
+  expect_round_trip(c);
+}
+
+TEST(ModelConfig, RejectsBadRopeScalingFields) {
+  auto with = [](json scaling) {
+    json j = minimal("qwen2");
+    j["rope_scaling"] = std::move(scaling);
+    return j;
+  };
+  for (const char* type : {"linear", "dynamic", "yarn"}) {
+    expect_error(with({{"rope_type", type}}), {"'rope_scaling.factor'", "missing"});
+    expect_error(with({{"rope_type", type}, {"factor", 0.0}}), {"'rope_scaling.factor'", "positive", "0"});
+    expect_error(with({{"rope_type", type}, {"factor", -2.0}}), {"'rope_scaling.factor'", "positive"});
+    expect_error(with({{"rope_type", type}, {"factor", "4"}}), {"'rope_scaling.factor'", "number"});
+  }
+  expect_error(with({{"rope_type", "yarn"}, {"factor", 4.0}, {"attention_factor", 0.0}}),
+               {"'rope_scaling.attention_factor'", "positive"});
+  expect_error(with({{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_slow", -1.0}}),
+               {"'rope_scaling.beta_slow'", "positive"});
+  expect_error(with({{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 0}}),
+               {"'rope_scaling.original_max_position_embeddings'", "positive"});
+  expect_error(with({{"rope_type", "yarn"}, {"factor", 4.0}, {"truncate", "yes"}}),
+               {"'rope_scaling.truncate'"});
+  expect_error(with({{"factor", 4.0}}), {"rope_scaling", "no 'rope_type'"});
+  json j = with({{"rope_type", "dynamic"}, {"factor", 2.0}});
+  j["head_dim"] = 2;
+  expect_error(j, {"dynamic", "head_dim"});
+  j = minimal("qwen2");
+  j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 0.0}};
+  expect_error(j, {"'rope_parameters.factor'", "positive"});
+}
+
+TEST(ModelConfig, SlidingWindowPerLayer) {
+  // Mistral: every layer.
   json j = minimal("mistral");
   j["max_position_embeddings"] = 32768;
   j["sliding_window"] = 4096;
-  expect_error(j, {"sliding_window 4096", "32768", "not supported"});
+  ModelConfig c = parse(j);
+  EXPECT_EQ(c.sliding_window, 4096);
+  for (int64_t l = 0; l < 4; ++l) EXPECT_EQ(c.attention_window(l), 4096) << l;
+  expect_round_trip(c);
+  EXPECT_EQ(c.to_json()["sliding_window"], 4096);
+
+  // Qwen: with use_sliding_window, the layers from max_window_layers on.
   j = minimal("qwen2");
   j["use_sliding_window"] = true;
   j["sliding_window"] = 4096;
-  j["max_window_layers"] = 2;  // layers 2 and 3 would use the window
-  expect_error(j, {"sliding_window 4096", "not supported"});
-  j["max_window_layers"] = 4;  // no layer does
-  EXPECT_NO_THROW(parse(j));
+  j["max_window_layers"] = 2;
+  c = parse(j);
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{false, false, true, true}));
+  EXPECT_EQ(c.attention_window(1), 0);
+  EXPECT_EQ(c.attention_window(2), 4096);
+  expect_round_trip(c);
+  j["max_window_layers"] = 4;  // no layer slides
+  EXPECT_EQ(parse(j).sliding_window, 0);
+  j.erase("max_window_layers");  // transformers' default 28: none of 4 layers
+  EXPECT_EQ(parse(j).sliding_window, 0);
+  // layer_types decides when present.
+  j["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention", "full_attention"};
+  c = parse(j);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{true, false, true, false}));
+  expect_round_trip(c);
+  j["use_sliding_window"] = false;  // no window: sliding_attention layers are full
+  EXPECT_EQ(parse(j).sliding_window, 0);
+
+  j = minimal("qwen3");
+  j["use_sliding_window"] = true;
+  j["sliding_window"] = 128;
+  j["max_window_layers"] = 0;
+  c = parse(j);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>(4, true)));
+  expect_round_trip(c);
+
+  // Llama has no window whatever the file says.
+  j = minimal("llama");
+  j["sliding_window"] = 16;
+  EXPECT_EQ(parse(j).sliding_window, 0);
+}
+
+TEST(ModelConfig, RejectsBadSlidingWindowFields) {
+  json j = minimal("mistral");
+  j["sliding_window"] = -5;
+  expect_error(j, {"'sliding_window'", "-5"});
+  j["sliding_window"] = "4096";
+  expect_error(j, {"'sliding_window'", "integer"});
+  j = minimal("qwen2");
+  j["use_sliding_window"] = true;
+  j["sliding_window"] = 64;
+  j["layer_types"] = {"sliding_attention", "full_attention"};
+  expect_error(j, {"layer_types", "2 entries", "num_hidden_layers 4"});
+  j["layer_types"] = {"sliding_attention", "full_attention", "chunked_attention", "full_attention"};
+  expect_error(j, {"layer_types[2]", "chunked_attention"});
+  j["layer_types"] = "sliding_attention";
+  expect_error(j, {"'layer_types'", "list"});
+  // A windowed layer pattern mistral cannot express is refused by to_json.
+  ModelConfig c = parse(minimal("mistral"));
+  c.sliding_window = 8;
+  c.sliding_layers = {true, false, true, true};
+  EXPECT_THROW(c.to_json(), Error);
 }
 
 TEST(ModelConfig, RejectsOtherActivations) {

@@ -69,6 +69,31 @@ std::vector<ParityCase> parity_cases() {
     s.num_kv_heads = 1;
   });
   add("llama_bf16_file", [](TinyModelSpec& s) { s.file_dtype = DType::kBF16; });
+  // RoPE scalings and sliding windows (37 tokens: windows of 8 and 5 cut most rows).
+  add("llama_linear_rope", [](TinyModelSpec& s) {
+    s.rope_scaling = "linear";
+    s.rope_factor = 2.0;
+  });
+  add("mistral_sliding_window_dynamic_rope", [](TinyModelSpec& s) {
+    s.model_type = "mistral";
+    s.sliding_window = 8;
+    s.rope_scaling = "dynamic";
+  });
+  add("qwen2_window_on_upper_layers_yarn", [](TinyModelSpec& s) {
+    s.model_type = "qwen2";
+    s.num_layers = 3;
+    s.sliding_window = 5;
+    s.max_window_layers = 1;  // layers 1 and 2 slide, layer 0 is full
+    s.rope_scaling = "yarn";
+  });
+  add("qwen3_layer_types_yarn", [](TinyModelSpec& s) {
+    s.model_type = "qwen3";
+    s.head_dim = 32;
+    s.sliding_window = 6;
+    s.layer_types = {"sliding_attention", "full_attention"};
+    s.rope_scaling = "yarn";
+    s.rope_factor = 8.0;
+  });
   return cases;
 }
 
@@ -123,6 +148,37 @@ TEST(Transformer, RejectsBadBatches) {
   EXPECT_THROW(runner.step({{seq, std::vector<int32_t>{97}}}), Error);      // id outside vocab
   EXPECT_THROW(runner.step({{seq, std::vector<int32_t>{-1}}}), Error);
   EXPECT_NO_THROW(runner.step({{seq, std::vector<int32_t>{1, 2, 3}}}));
+}
+
+// The parity cases above would pass vacuously if the window or the scaling had no effect:
+// the windowed yarn model's engine logits must be far (> 100x the f32 tolerance) from the
+// reference of the same weights without the window, and without the yarn scaling.
+TEST(Transformer, SlidingWindowAndYarnChangeTheOutput) {
+  TinyModelSpec spec;
+  spec.model_type = "qwen2";
+  spec.num_layers = 3;
+  spec.sliding_window = 5;
+  spec.max_window_layers = 1;
+  spec.rope_scaling = "yarn";
+  const auto dir = testing::write_tiny_model(spec, testing::make_temp_dir("window-matters"));
+  TinyModelSpec no_window = spec, no_yarn = spec;
+  no_window.sliding_window = 0;
+  no_yarn.rope_scaling.clear();
+  const auto dir_no_window = testing::write_tiny_model(no_window, testing::make_temp_dir("window-matters-off"));
+  const auto dir_no_yarn = testing::write_tiny_model(no_yarn, testing::make_temp_dir("yarn-matters-off"));
+  const std::vector<int32_t> tokens = random_tokens(37, spec.vocab_size, 7);
+
+  TransformerOptions opts;
+  opts.compute = DType::kF32;
+  opts.max_batch_tokens = 64;
+  auto model = Transformer::load(dir, opts);
+  EXPECT_EQ(model->config().attention_window(0), 0);
+  EXPECT_EQ(model->config().attention_window(1), 5);
+  EngineRunner runner(*model);
+  const std::vector<float> engine_logits = runner.run(runner.add_sequence(), tokens, 64);
+  EXPECT_LT(max_rel_diff(engine_logits, ReferenceModel(dir, false).forward(tokens)), 1e-4);
+  EXPECT_GT(max_rel_diff(engine_logits, ReferenceModel(dir_no_window, false).forward(tokens)), 1e-2);
+  EXPECT_GT(max_rel_diff(engine_logits, ReferenceModel(dir_no_yarn, false).forward(tokens)), 1e-2);
 }
 
 TEST(Transformer, MissingDirectoryAndUnknownCaptureLayerFailClearly) {

@@ -1,20 +1,26 @@
-// Chat formats: family detection from tokenizer_config.json and the exact prompt text of
-// each family.
+// Chat formats: where a model's template is found (chat_template.jinja, tokenizer_config.json
+// as a string or a named list), its special tokens, the simple fallback, and errors.
 #include "server/chat_format.h"
 
 #include <fstream>
-#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "chat/chat_template.h"
+#include "chat/jinja_error.h"
 #include "core/check.h"
 #include "support/tiny_models.h"
 
 namespace dspark {
 namespace {
 
-const std::vector<ChatMessage> kConversation = {
-    {"system", "Be brief."}, {"user", "Hi there"}, {"assistant", "Hello!"}, {"user", "  Count to 3. \n"}};
+using nlohmann::ordered_json;
+
+ChatConversation conversation(std::initializer_list<std::pair<const char*, const char*>> messages) {
+  ChatConversation c;
+  for (const auto& [role, content] : messages) c.messages.push_back({{"role", role}, {"content", content}});
+  return c;
+}
 
 std::filesystem::path dir_with_config(const std::string& name, const std::string& config_text) {
   const auto dir = testing::make_temp_dir(name);
@@ -22,65 +28,87 @@ std::filesystem::path dir_with_config(const std::string& name, const std::string
   return dir;
 }
 
-TEST(ChatFormat, DetectsTheTemplateFamily) {
-  EXPECT_EQ(ChatFormat::from_template("{% for m in messages %}<|im_start|>{{ m.role }}...").kind(), ChatFormatKind::kChatMl);
-  EXPECT_EQ(ChatFormat::from_template("{{ bos_token }}<|start_header_id|>{{ role }}<|end_header_id|>").kind(),
-            ChatFormatKind::kLlama3);
-  EXPECT_EQ(ChatFormat::from_template("[INST] {{ content }} [/INST]").kind(), ChatFormatKind::kSimple);
-  EXPECT_EQ(ChatFormat::from_template("").kind(), ChatFormatKind::kSimple);
-}
+// A template that shows every variable it is given.
+constexpr const char* kEcho =
+    "{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
+    "{% if add_generation_prompt %}>{% endif %}{{ eos_token }}|{{ tools is defined }}";
 
 TEST(ChatFormat, SimpleFormat) {
-  const ChatFormat f(ChatFormatKind::kSimple);
-  EXPECT_EQ(f.render(kConversation),
-            "System: Be brief.\nUser: Hi there\nAssistant: Hello!\nUser:   Count to 3. \n\nAssistant:");
-  EXPECT_EQ(f.render(std::vector<ChatMessage>{{"user", "Hello"}}), "User: Hello\nAssistant:");
+  const ChatFormat f;
+  const auto c = conversation({{"system", "Be brief."}, {"user", "Hi there"}, {"assistant", "Hello!"}, {"user", "  Count. \n"}});
+  EXPECT_EQ(f.render(c), "System: Be brief.\nUser: Hi there\nAssistant: Hello!\nUser:   Count. \n\nAssistant:");
   EXPECT_TRUE(f.add_special_tokens());  // the tokenizer's BOS, as for a plain prompt
   EXPECT_EQ(f.name(), "simple");
+  ChatConversation no_prompt = conversation({{"user", "Hello"}});
+  no_prompt.add_generation_prompt = false;
+  EXPECT_EQ(f.render(no_prompt), "User: Hello\n");
+  // What only a template can express is refused, naming the reason.
+  EXPECT_THROW(f.render(conversation({{"tool", "sunny"}})), Error);
+  ChatConversation with_tools = conversation({{"user", "x"}});
+  with_tools.tools = ordered_json::array({{{"type", "function"}}});
+  EXPECT_THROW(f.render(with_tools), Error);
 }
 
-TEST(ChatFormat, ChatMlFormat) {
-  const ChatFormat f(ChatFormatKind::kChatMl);
-  EXPECT_EQ(f.render(kConversation),
-            "<|im_start|>system\nBe brief.<|im_end|>\n"
-            "<|im_start|>user\nHi there<|im_end|>\n"
-            "<|im_start|>assistant\nHello!<|im_end|>\n"
-            "<|im_start|>user\n  Count to 3. \n<|im_end|>\n"
-            "<|im_start|>assistant\n");
+TEST(ChatFormat, TemplateFromTokenizerConfigWithSpecialTokens) {
+  const auto dir = dir_with_config(
+      "chat-string", ordered_json{{"chat_template", kEcho},
+                                  {"bos_token", {{"content", "<s>"}, {"lstrip", false}}},
+                                  {"eos_token", "</s>"}}
+                         .dump());
+  const ChatFormat f = ChatFormat::from_model_dir(dir);
+  EXPECT_EQ(f.name(), "template");
   EXPECT_FALSE(f.add_special_tokens());
-  EXPECT_EQ(f.name(), "chatml");
+  EXPECT_EQ(f.render(conversation({{"user", "hi"}})), "<s>[user:hi]></s>|False");  // no tools: undefined
 }
 
-TEST(ChatFormat, Llama3FormatTrimsContent) {
-  const ChatFormat f(ChatFormatKind::kLlama3);
-  EXPECT_EQ(f.render(kConversation),
-            "<|begin_of_text|>"
-            "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
-            "<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
-            "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
-            "<|start_header_id|>user<|end_header_id|>\n\nCount to 3.<|eot_id|>"
-            "<|start_header_id|>assistant<|end_header_id|>\n\n");
-  EXPECT_FALSE(f.add_special_tokens());  // the text carries <|begin_of_text|> itself
-  EXPECT_EQ(f.name(), "llama3");
-}
-
-TEST(ChatFormat, FromModelDirectory) {
-  EXPECT_EQ(ChatFormat::from_model_dir(testing::make_temp_dir("chat-none")).kind(), ChatFormatKind::kSimple);
-  EXPECT_EQ(ChatFormat::from_model_dir(dir_with_config("chat-no-template", R"({"add_bos_token": true})")).kind(),
-            ChatFormatKind::kSimple);
-  EXPECT_EQ(ChatFormat::from_model_dir(dir_with_config("chat-chatml", R"({"chat_template": "<|im_start|>x"})")).kind(),
-            ChatFormatKind::kChatMl);
-  // A list of named templates: "default" wins over the first.
+TEST(ChatFormat, WhereTheTemplateComesFrom) {
+  // A named list: "default" wins over the first; otherwise the first.
   const auto listed = dir_with_config(
-      "chat-list", R"({"chat_template": [{"name": "tool_use", "template": "<|im_start|>"},
-                                          {"name": "default", "template": "<|start_header_id|>"}]})");
-  EXPECT_EQ(ChatFormat::from_model_dir(listed).kind(), ChatFormatKind::kLlama3);
-  const auto first = dir_with_config("chat-list-first", R"({"chat_template": [{"name": "a", "template": "<|im_start|>"}]})");
-  EXPECT_EQ(ChatFormat::from_model_dir(first).kind(), ChatFormatKind::kChatMl);
+      "chat-list", R"({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})");
+  EXPECT_EQ(ChatFormat::from_model_dir(listed).render(conversation({{"user", "x"}})), "D");
+  const auto first = dir_with_config("chat-list-first", R"({"chat_template": [{"name": "a", "template": "A"}]})");
+  EXPECT_EQ(ChatFormat::from_model_dir(first).render(conversation({{"user", "x"}})), "A");
+  // chat_template.jinja beside it takes precedence.
+  std::ofstream(first / "chat_template.jinja") << "J{{ messages | length }}";
+  EXPECT_EQ(ChatFormat::from_model_dir(first).render(conversation({{"user", "x"}})), "J1");
+  // An explicit file overrides both, with the model's special tokens.
+  const auto file = testing::make_temp_dir("chat-file") / "override.jinja";
+  std::ofstream(file) << "{{ eos_token }}O";
+  const auto with_eos = dir_with_config("chat-eos", R"({"eos_token": "<e>"})");
+  EXPECT_EQ(ChatFormat::from_template_file(file, with_eos).render(conversation({{"user", "x"}})), "<e>O");
+  // No template: the simple format.
+  EXPECT_EQ(ChatFormat::from_model_dir(testing::make_temp_dir("chat-none")).name(), "simple");
+  EXPECT_EQ(ChatFormat::from_model_dir(dir_with_config("chat-no-template", R"({"add_bos_token": true})")).name(),
+            "simple");
+  EXPECT_EQ(ChatFormat::from_model_dir(std::filesystem::path(DSPARK_SHARED_DIR) / "data/models/stories260K-hf").name(),
+            "simple");
+}
+
+TEST(ChatFormat, BrokenFilesAndTemplatesAreClearErrors) {
   EXPECT_THROW(ChatFormat::from_model_dir(dir_with_config("chat-bad", "{not json")), Error);
-  // The tiny story model has no template.
-  EXPECT_EQ(ChatFormat::from_model_dir(std::filesystem::path(DSPARK_SHARED_DIR) / "data/models/stories260K-hf").kind(),
-            ChatFormatKind::kSimple);
+  EXPECT_THROW(ChatFormat::from_model_dir(dir_with_config("chat-bad-type", R"({"chat_template": 5})")), Error);
+  EXPECT_THROW(ChatFormat::from_template_file("/nonexistent/x.jinja", testing::make_temp_dir("chat-x")), Error);
+  // A syntax error names the file and the line.
+  const auto dir = testing::make_temp_dir("chat-syntax");
+  std::ofstream(dir / "chat_template.jinja") << "line one\n{% if %}\n";
+  try {
+    ChatFormat::from_model_dir(dir);
+    ADD_FAILURE() << "parsed";
+  } catch (const jinja::TemplateSyntaxError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("chat_template.jinja:2"), std::string::npos) << what;
+  }
+  // The template's own raise_exception reaches the caller with its message.
+  std::ofstream(dir / "chat_template.jinja", std::ios::trunc)
+      << "{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}ok";
+  const ChatFormat f = ChatFormat::from_model_dir(dir);
+  EXPECT_EQ(f.render(conversation({{"user", "x"}})), "ok");
+  try {
+    f.render(conversation({{"system", "x"}}));
+    ADD_FAILURE() << "rendered";
+  } catch (const jinja::TemplateRaisedError& e) {
+    EXPECT_STREQ(e.what(), "System role not supported");
+  }
 }
 
 }  // namespace

@@ -23,8 +23,9 @@ TEST(OpenAiProtocol, ParsesEveryCompletionField) {
   const ParsedRequest r = parse_request(R"({
       "model": "m", "prompt": "Hello", "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 40,
       "min_p": 0.05, "repetition_penalty": 1.1, "seed": 42, "stop": ["a", "bc"], "ignore_eos": true,
-      "stream": true, "stream_options": {"include_usage": true}, "n": 1, "presence_penalty": 0,
-      "logprobs": null, "unknown_field": {"anything": [1, 2]}})",
+      "stream": true, "stream_options": {"include_usage": true}, "n": 1, "presence_penalty": 0.25,
+      "frequency_penalty": -0.5, "logprobs": 3, "num_speculative_tokens": 2,
+      "unknown_field": {"anything": [1, 2]}})",
                                         Endpoint::kCompletions);
   EXPECT_EQ(r.model, "m");
   EXPECT_EQ(r.prompt_text, "Hello");
@@ -42,6 +43,29 @@ TEST(OpenAiProtocol, ParsesEveryCompletionField) {
   EXPECT_TRUE(r.options.ignore_eos);
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
+  EXPECT_FLOAT_EQ(r.options.sampling.presence_penalty, 0.25f);
+  EXPECT_FLOAT_EQ(r.options.sampling.frequency_penalty, -0.5f);
+  EXPECT_EQ(r.options.logprobs, 3);
+  EXPECT_EQ(r.options.max_spec_tokens, 2);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_EQ(parse_request(R"({"prompt": "x", "n": 3, "response_format": {"type": "text"}})", Endpoint::kCompletions).n, 3);
+}
+
+TEST(OpenAiProtocol, LogprobsFieldsPerEndpoint) {
+  auto chat = [](const char* extra) {
+    return parse_request(std::string(R"({"messages": [{"role": "user", "content": "x"}])") + extra + "}",
+                         Endpoint::kChat)
+        .options;
+  };
+  EXPECT_EQ(chat("").logprobs, -1);
+  EXPECT_EQ(chat(R"(, "logprobs": false)").logprobs, -1);
+  EXPECT_EQ(chat(R"(, "logprobs": false, "top_logprobs": 0)").logprobs, -1);
+  EXPECT_EQ(chat(R"(, "logprobs": true)").logprobs, 0);
+  EXPECT_EQ(chat(R"(, "logprobs": true, "top_logprobs": 5)").logprobs, 5);
+  EXPECT_EQ(chat("").max_spec_tokens, -1);
+  EXPECT_EQ(chat(R"(, "num_speculative_tokens": 0)").max_spec_tokens, 0);
+  EXPECT_EQ(parse_request(R"({"prompt": "x", "logprobs": 0})", Endpoint::kCompletions).options.logprobs, 0);
+  EXPECT_EQ(parse_request(R"({"prompt": "x", "logprobs": null})", Endpoint::kCompletions).options.logprobs, -1);
 }
 
 TEST(OpenAiProtocol, DefaultsAndNulls) {
@@ -75,13 +99,39 @@ TEST(OpenAiProtocol, ChatMessagesAndMaxCompletionTokens) {
       {"role": "assistant", "content": null}],
       "max_tokens": 5, "max_completion_tokens": 9})",
                                         Endpoint::kChat);
-  ASSERT_EQ(r.messages.size(), 3u);
-  EXPECT_EQ(r.messages[0].role, "system");
-  EXPECT_EQ(r.messages[0].content, "sys");
-  EXPECT_EQ(r.messages[1].content, "ab");
-  EXPECT_EQ(r.messages[2].role, "assistant");
-  EXPECT_EQ(r.messages[2].content, "");
+  const auto& m = r.chat.messages;
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0]["role"], "system");
+  EXPECT_EQ(m[0]["content"], "sys");
+  EXPECT_EQ(m[1]["content"], "a\nb");  // text parts joined with newlines, as vLLM does
+  EXPECT_EQ(m[2]["role"], "assistant");
+  EXPECT_TRUE(m[2]["content"].is_null());
+  EXPECT_TRUE(r.chat.tools.is_null());
+  EXPECT_TRUE(r.chat.add_generation_prompt);
   EXPECT_EQ(r.options.max_tokens, 9);  // max_completion_tokens supersedes max_tokens
+}
+
+TEST(OpenAiProtocol, ToolsAndToolCallsReachTheTemplateInOrder) {
+  const ParsedRequest r = parse_request(R"({"messages": [
+      {"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"zeta\": 1, \"alpha\": \"x\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"z": 1, "a": 2}}}],
+      "add_generation_prompt": false})",
+                                        Endpoint::kChat);
+  const auto& m = r.chat.messages;
+  ASSERT_EQ(m.size(), 3u);
+  // Arguments parsed to an object, keys in the client's order.
+  EXPECT_EQ(m[1]["tool_calls"][0]["function"]["arguments"].dump(), R"({"zeta":1,"alpha":"x"})");
+  EXPECT_EQ(m[2]["tool_call_id"], "call_1");
+  EXPECT_EQ(r.chat.tools[0]["function"]["parameters"].dump(), R"({"z":1,"a":2})");
+  EXPECT_FALSE(r.chat.add_generation_prompt);
+  // tool_choice "none" withholds the tools.
+  const ParsedRequest none = parse_request(
+      R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}], "tool_choice": "none"})",
+      Endpoint::kChat);
+  EXPECT_TRUE(none.chat.tools.is_null());
 }
 
 struct BadCase {
@@ -123,11 +173,24 @@ TEST(OpenAiProtocol, BadInputIs400NamingTheField) {
       {R"({"prompt": "x", "stream_options": 1})", "stream_options"},
       {R"({"prompt": "x", "stream_options": {"include_usage": 1}})", "stream_options.include_usage"},
       {R"({"prompt": "x", "ignore_eos": 1})", "ignore_eos"},
-      {R"({"prompt": "x", "n": 2})", "n"},
+      {R"({"prompt": "x", "n": 0})", "n"},
+      {R"({"prompt": "x", "n": 17})", "n"},
+      {R"({"prompt": "x", "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {}}})", "response_format"},
+      {R"({"prompt": "x", "response_format": "json"})", "response_format"},
       {R"({"prompt": "x", "best_of": 3})", "best_of"},
       {R"({"prompt": "x", "echo": true})", "echo"},
-      {R"({"prompt": "x", "logprobs": 5})", "logprobs"},
-      {R"({"prompt": "x", "presence_penalty": 0.5})", "presence_penalty"},
+      {R"({"prompt": "x", "logprobs": 21})", "logprobs"},
+      {R"({"prompt": "x", "logprobs": -1})", "logprobs"},
+      {R"({"prompt": "x", "logprobs": true})", "logprobs"},
+      {R"({"prompt": "x", "presence_penalty": 2.5})", "presence_penalty"},
+      {R"({"prompt": "x", "frequency_penalty": -3})", "frequency_penalty"},
+      {R"({"prompt": "x", "frequency_penalty": "a"})", "frequency_penalty"},
+      {R"({"prompt": "x", "num_speculative_tokens": -1})", "num_speculative_tokens"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 3})", "logprobs", Endpoint::kChat},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs", Endpoint::kChat},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", "top_logprobs",
+       Endpoint::kChat},
       {R"({"prompt": "x", "logit_bias": {"5": 1}})", "logit_bias"},
       {R"({"prompt": "x", "suffix": "end"})", "suffix"},
       {R"({"messages": "hi"})", "messages", Endpoint::kChat},
@@ -138,7 +201,11 @@ TEST(OpenAiProtocol, BadInputIs400NamingTheField) {
       {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content", Endpoint::kChat},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content", Endpoint::kChat},
       {R"({"messages": [1]})", "messages[0]", Endpoint::kChat},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "tools", Endpoint::kChat},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": {"type": "function"}})", "tools", Endpoint::kChat},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}], "tool_choice": "required"})",
+       "tool_choice", Endpoint::kChat},
+      {R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": 1})", "add_generation_prompt",
+       Endpoint::kChat},
   };
   for (const BadCase& c : cases) {
     const ApiError e = parse_error(c.body, c.endpoint);

@@ -83,10 +83,11 @@ TEST_P(GreedyEquality, StreamingAndWholeResponsesEqualOfflineOutput) {
   EXPECT_EQ(by_ids.json["choices"][0]["text"], expected.text);
 
   // Chat: the simple format of models without a chat template.
-  const std::vector<ChatMessage> messages = {{"user", "Tell me a story about a dog."}};
-  const std::string chat_prompt = ChatFormat(ChatFormatKind::kSimple).render(messages);
+  ChatConversation conversation;
+  conversation.messages.push_back({{"role", "user"}, {"content", "Tell me a story about a dog."}});
+  const std::string chat_prompt = ChatFormat().render(conversation);
   const GenerationResult chat_expected = offline().run(offline().encode(chat_prompt), greedy_options(32));
-  const json chat_body = {{"messages", {{{"role", "user"}, {"content", messages[0].content}}}},
+  const json chat_body = {{"messages", {{{"role", "user"}, {"content", "Tell me a story about a dog."}}}},
                           {"max_completion_tokens", 32}, {"temperature", 0}};
   const auto chat = http_post(server.port(), "/v1/chat/completions", chat_body.dump());
   ASSERT_EQ(chat.status, 200) << chat.body;
@@ -205,6 +206,7 @@ void expect_error(const testing::HttpReply& r, int status, const char* param, co
 TEST(Server, BadInputGetsItsStatusAndTheServerKeepsServing) {
   TestServerOptions o;
   o.max_body_bytes = 64 * 1024;
+  o.max_running = 4;
   TestServer server(o);
   const int port = server.port();
   struct Case {
@@ -222,7 +224,8 @@ TEST(Server, BadInputGetsItsStatusAndTheServerKeepsServing) {
       {"/v1/completions", R"({"prompt": "x", "stream": 1})", 400, "stream"},
       {"/v1/completions", R"({"prompt": "x", "temperature": -1})", 400, "temperature"},
       {"/v1/completions", R"({"prompt": "x", "top_p": 0})", 400, "top_p"},
-      {"/v1/completions", R"({"prompt": "x", "n": 2})", 400, "n"},
+      {"/v1/completions", R"({"prompt": "x", "n": 40})", 400, "n"},
+      {"/v1/completions", R"({"prompt": "x", "n": 16})", 400, "n"},  // more than the 4 sequences decoded at once
       {"/v1/completions", R"({"prompt": [1, 99999]})", 400, "prompt"},
       {"/v1/completions", R"({"prompt": "x", "model": "gpt-4"})", 404, "model"},
       {"/v1/completions", json{{"prompt", too_long}}.dump(), 400, "prompt"},

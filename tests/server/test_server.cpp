@@ -60,7 +60,11 @@ TestServer::TestServer(TestServerOptions o) {
   ho.served_model_name = o.served_model_name;
   ho.max_body_bytes = o.max_body_bytes;
   ho.heartbeat_seconds = o.heartbeat_seconds;
-  server_ = std::make_unique<HttpServer>(*loop_, metrics_, ChatFormat::from_model_dir(stories_dir()), ho);
+  if (o.configure_http) o.configure_http(ho);
+  const ChatFormat chat_format = o.chat_template.empty()
+                                     ? ChatFormat::from_model_dir(stories_dir())
+                                     : ChatFormat::from_template_file(o.chat_template, o.chat_template_model_dir);
+  server_ = std::make_unique<HttpServer>(*loop_, metrics_, chat_format, ho);
   port_ = server_->start();
 }
 

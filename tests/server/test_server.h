@@ -33,6 +33,9 @@ struct TestServerOptions {
   std::string served_model_name = "stories";
   size_t max_body_bytes = 1u << 20;
   double heartbeat_seconds = 2.0;
+  std::function<void(HttpServerOptions&)> configure_http;  // last word on the server's options
+  std::filesystem::path chat_template;            // a Jinja file instead of the model's (none)
+  std::filesystem::path chat_template_model_dir;  // its special tokens (tokenizer_config.json)
 };
 
 class TestServer {

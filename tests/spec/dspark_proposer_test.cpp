@@ -209,8 +209,11 @@ TEST(DSparkProposer, SampledQIsTheRequestTransformOfCorrectedLogits) {
   sp.top_k = 40;
   sp.top_p = 0.95f;
   sp.repetition_penalty = 1.3f;
+  sp.frequency_penalty = 0.7f;
+  sp.presence_penalty = -0.4f;
+  const int64_t num_prompt = static_cast<int64_t>(tokens.size()) - 3;  // the last 3 count as output
   Rng rng(5);
-  const DraftRequest request{0, tokens, &sp, &rng, 3};
+  const DraftRequest request{0, tokens, &sp, &rng, 3, num_prompt};
   Draft draft;
   proposer->propose({&request, 1}, {&draft, 1});
   ASSERT_EQ(draft.tokens.size(), 3u);
@@ -220,7 +223,7 @@ TEST(DSparkProposer, SampledQIsTheRequestTransformOfCorrectedLogits) {
   for (int j = 0; j < 3; ++j) {
     std::vector<int32_t> history = tokens;
     history.insert(history.end(), draft.tokens.begin(), draft.tokens.begin() + j);
-    reference::to_probs(expected.logits.data() + j * vocab, q.data(), vocab, sp, history);
+    reference::to_probs(expected.logits.data() + j * vocab, q.data(), vocab, sp, history, num_prompt);
     double worst = 0;
     for (int64_t i = 0; i < vocab; ++i) worst = std::max(worst, std::abs(static_cast<double>(q[i]) - draft.probs[j * vocab + i]));
     EXPECT_LT(worst, 1e-4) << "q_" << j + 1;

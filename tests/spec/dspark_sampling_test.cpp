@@ -62,7 +62,7 @@ class BaseLogitsQProposer final : public Proposer {
       const auto base = inner_->inspect(i).base_logits;
       float* q = probs_.data() + i * k * kVocab;
       for (size_t j = 0; j < drafts[i].tokens.size(); ++j) {
-        processor_.to_probs(base.data() + j * kVocab, q + j * kVocab, *requests[i].sampling, {});
+        processor_.to_probs(base.data() + j * kVocab, q + j * kVocab, *requests[i].sampling, {}, 0);
       }
       if (!drafts[i].tokens.empty()) drafts[i].probs = q;
     }

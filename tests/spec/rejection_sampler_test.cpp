@@ -157,7 +157,7 @@ TEST(RejectionSampler, TopKTopPTransformsKeepTheTargetMarginal) {
   // Target: top-2 = {1, 3} with masses ~(0.56, 0.44), so top-p keeps both.
   const std::vector<float> target_logits = {1.0f, 2.2f, 0.3f, 2.0f, -1.0f, 0.5f};
   std::vector<float> p(vocab);
-  processor.to_probs(target_logits.data(), p.data(), params, {});
+  processor.to_probs(target_logits.data(), p.data(), params, {}, 0);
   EXPECT_GT(p[1], 0.0f);
   EXPECT_GT(p[3], 0.0f);
   EXPECT_NEAR(p[1] + p[3], 1.0f, 1e-6f);
@@ -166,7 +166,7 @@ TEST(RejectionSampler, TopKTopPTransformsKeepTheTargetMarginal) {
     // Draft: top-2 = {0, 3} with masses ~(0.61, 0.39): supports overlap on token 3 only.
     const std::vector<float> draft_logits = {2.5f, 1.0f, 0.1f, 2.1f, 0.0f, -0.5f};
     std::vector<float> q(vocab);
-    processor.to_probs(draft_logits.data(), q.data(), params, {});
+    processor.to_probs(draft_logits.data(), q.data(), params, {}, 0);
     EXPECT_GT(q[0], 0.0f);
     EXPECT_GT(q[3], 0.0f);
     EXPECT_NEAR(q[0] + q[3], 1.0f, 1e-6f);
@@ -176,7 +176,7 @@ TEST(RejectionSampler, TopKTopPTransformsKeepTheTargetMarginal) {
     // Draft: top-2 = {3, 4} with token 3 at ~0.84 >= top_p, so top-p leaves q one-hot at 3.
     const std::vector<float> draft_logits = {1.0f, 0.5f, 0.1f, 3.5f, 2.0f, -0.5f};
     std::vector<float> q(vocab);
-    processor.to_probs(draft_logits.data(), q.data(), params, {});
+    processor.to_probs(draft_logits.data(), q.data(), params, {}, 0);
     EXPECT_EQ(q[3], 1.0f);
     expect_frequencies(first_token_counts(p, unused, q, 17), to_double(p), "top-p draft");
   }

@@ -53,7 +53,7 @@ class ContextModel {
         const double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();
         l = scale * static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
       }
-      processor.to_probs(logits.data(), &probs_[context * kVocab], params, {});
+      processor.to_probs(logits.data(), &probs_[context * kVocab], params, {}, 0);
     }
   }
   const float* row(int32_t a, int32_t b) const { return &probs_[(a * kVocab + b) * kVocab]; }

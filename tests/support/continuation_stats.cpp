@@ -26,7 +26,7 @@ std::vector<double> exact_continuations(Transformer& model, const std::vector<in
     const std::vector<float> logits = runner.run(runner.add_sequence(), seq, 64);  // [seq, vocab]
     double p = 1;
     for (int i = 0; i < length; ++i) {
-      processor.to_probs(logits.data() + (prompt.size() - 1 + i) * vocab, probs.data(), sp, {});
+      processor.to_probs(logits.data() + (prompt.size() - 1 + i) * vocab, probs.data(), sp, {}, 0);
       p *= probs[cont[i]];
     }
     dist[code] = p;

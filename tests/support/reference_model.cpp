@@ -32,7 +32,9 @@ std::vector<float> ReferenceModel::forward(const std::vector<int32_t>& tokens,
     if (bf16_) for (auto& v : x[t]) v = round_to_bf16(v);  // the engine keeps a bf16 table
   }
   if (hidden_per_layer) hidden_per_layer->clear();
-  for (const ref::LayerWeights& L : layers_) {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const ref::LayerWeights& L = layers_[l];
+    const int64_t window = c.attention_window(static_cast<int64_t>(l));
     std::vector<std::vector<float>> qs(n), ks(n), vs(n);
     for (int64_t t = 0; t < n; ++t) {
       std::vector<float> xn = x[t];
@@ -43,7 +45,9 @@ std::vector<float> ReferenceModel::forward(const std::vector<int32_t>& tokens,
       vs[t] = ref::matvec(xn.data(), L.wv, L.bv, nkv * c.head_dim, h, bf16_);
     }
     for (int64_t t = 0; t < n; ++t) {
-      ref::add_attention(x[t], qs[t], ks, vs, /*num_keys=*/t + 1, L, c, bf16_);  // causal
+      // Causal; with a window W, position t sees t - W + 1 .. t (Hugging Face: t - k < W).
+      const int64_t first = window > 0 ? std::max<int64_t>(0, t + 1 - window) : 0;
+      ref::add_attention(x[t], qs[t], ks, vs, /*num_keys=*/t + 1, L, c, bf16_, first);
       ref::add_mlp(x[t], L, c, bf16_);
     }
     if (hidden_per_layer) {

@@ -1,7 +1,8 @@
 // A deliberately plain, scalar implementation of the Llama / Mistral / Qwen2 / Qwen3
 // forward pass, written from the Hugging Face definitions and sharing no kernel code with
 // the engine: the independent reference for parity tests. Recomputes the whole sequence
-// each call (no cache), with full causal attention.
+// each call (no cache), with causal attention (limited to the sliding window of layers
+// that have one) and the config's RoPE scaling (frequencies worked out in double).
 #pragma once
 
 #include <cstdint>

@@ -66,31 +66,67 @@ void rmsnorm(float* x, const std::vector<float>& w, float eps, int64_t n) {
 }
 
 std::vector<float> inverse_frequencies(const ModelConfig& c) {
-  std::vector<float> f(c.head_dim / 2);
-  for (int64_t i = 0; i < c.head_dim / 2; ++i) {
-    f[i] = 1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / static_cast<float>(c.head_dim));
+  const auto& s = c.rope_scaling;
+  const int64_t dim = c.head_dim, half = dim / 2;
+  double theta = c.rope_theta;
+  using Kind = RopeScaling::Kind;
+  const double original = s.original_max_position_embeddings > 0
+                              ? static_cast<double>(s.original_max_position_embeddings)
+                              : static_cast<double>(c.max_position_embeddings);
+  if (s.kind == Kind::kDynamic) {
+    // NTK-aware base for the longest context, original * factor.
+    const double longest = original * s.factor;
+    theta *= std::pow(s.factor * longest / original - (s.factor - 1), static_cast<double>(dim) / (dim - 2));
   }
-  if (c.rope_scaling.kind == RopeScaling::Kind::kLlama3) {
-    const auto& s = c.rope_scaling;
-    const float old_len = static_cast<float>(s.original_max_position_embeddings);
-    for (float& v : f) {
-      const float wavelen = 2.0f * std::numbers::pi_v<float> / v;
+  std::vector<double> f(half);
+  for (int64_t i = 0; i < half; ++i) f[i] = std::pow(theta, -2.0 * i / static_cast<double>(dim));
+  if (s.kind == Kind::kLinear) {
+    for (double& v : f) v /= s.factor;
+  } else if (s.kind == Kind::kYarn) {
+    // Dimension d completes original * inv_freq_d / 2pi turns over the original context:
+    // extrapolate (keep) those with more than beta_fast turns, interpolate (/ factor) those
+    // with fewer than beta_slow, linear ramp in dimension index between.
+    auto dim_for_turns = [&](double turns) {
+      return dim * std::log(original / (turns * 2 * std::numbers::pi)) / (2 * std::log(theta));
+    };
+    double lo = dim_for_turns(s.beta_fast), hi = dim_for_turns(s.beta_slow);
+    if (s.truncate) lo = std::floor(lo), hi = std::ceil(hi);
+    lo = std::max(lo, 0.0);
+    hi = std::min(hi, dim - 1.0);
+    if (hi == lo) hi += 0.001;
+    for (int64_t i = 0; i < half; ++i) {
+      const double interpolate = std::clamp((i - lo) / (hi - lo), 0.0, 1.0);
+      f[i] = f[i] / s.factor * interpolate + f[i] * (1 - interpolate);
+    }
+  } else if (s.kind == Kind::kLlama3) {
+    const double old_len = static_cast<double>(s.original_max_position_embeddings);
+    for (double& v : f) {
+      const double wavelen = 2 * std::numbers::pi / v;
       if (wavelen > old_len / s.low_freq_factor) {
         v /= s.factor;
       } else if (wavelen >= old_len / s.high_freq_factor) {
-        const float smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
         v = (1 - smooth) * v / s.factor + smooth * v;
       }
     }
   }
-  return f;
+  return std::vector<float>(f.begin(), f.end());
 }
 
-void rope(float* x, int64_t dim, int32_t pos, const std::vector<float>& inv_freq) {
+double cos_sin_scale(const ModelConfig& c) {
+  const auto& s = c.rope_scaling;
+  if (s.kind != RopeScaling::Kind::kYarn) return 1.0;
+  if (s.attention_factor > 0) return s.attention_factor;
+  auto mscale = [&](double m) { return s.factor <= 1 ? 1.0 : 0.1 * m * std::log(s.factor) + 1.0; };
+  if (s.mscale != 0 && s.mscale_all_dim != 0) return mscale(s.mscale) / mscale(s.mscale_all_dim);
+  return mscale(1.0);
+}
+
+void rope(float* x, int64_t dim, int32_t pos, const std::vector<float>& inv_freq, double scale) {
   const int64_t half = dim / 2;
   for (int64_t i = 0; i < half; ++i) {
     const float angle = static_cast<float>(pos) * inv_freq[i];
-    const float c = std::cos(angle), s = std::sin(angle);
+    const float c = static_cast<float>(std::cos(angle) * scale), s = static_cast<float>(std::sin(angle) * scale);
     const float a = x[i], b = x[i + half];
     x[i] = a * c - b * s;
     x[i + half] = b * c + a * s;
@@ -104,14 +140,14 @@ std::vector<float> project_heads(const std::vector<float>& x, const std::vector<
   std::vector<float> y = matvec(x.data(), w, b, heads * hd, c.hidden_size, bf16);
   for (int64_t head = 0; head < heads; ++head) {
     if (!head_norm.empty()) rmsnorm(y.data() + head * hd, head_norm, c.rms_norm_eps, hd);
-    rope(y.data() + head * hd, hd, pos, inv_freq);
+    rope(y.data() + head * hd, hd, pos, inv_freq, cos_sin_scale(c));
   }
   return y;
 }
 
 void add_attention(std::vector<float>& x, const std::vector<float>& q, const std::vector<std::vector<float>>& keys,
                    const std::vector<std::vector<float>>& values, int64_t num_keys, const LayerWeights& layer,
-                   const ModelConfig& c, bool bf16) {
+                   const ModelConfig& c, bool bf16, int64_t first_key) {
   const int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   std::vector<float> attn(nh * hd, 0.0f);
   for (int64_t head = 0; head < nh; ++head) {
@@ -119,6 +155,10 @@ void add_attention(std::vector<float>& x, const std::vector<float>& q, const std
     std::vector<double> scores(num_keys);
     double max_score = -INFINITY;
     for (int64_t j = 0; j < num_keys; ++j) {
+      if (j < first_key) {  // outside the sliding window: weight exp(-inf) = 0
+        scores[j] = -INFINITY;
+        continue;
+      }
       double dot = 0;
       for (int64_t d = 0; d < hd; ++d) dot += static_cast<double>(q[head * hd + d]) * keys[j][kvh * hd + d];
       scores[j] = dot / std::sqrt(static_cast<double>(hd));

@@ -34,11 +34,16 @@ std::vector<float> matvec(const float* x, const std::vector<float>& w, const std
 // x[0..n) = x / rms(x) * w, in place.
 void rmsnorm(float* x, const std::vector<float>& w, float eps, int64_t n);
 
-// RoPE inverse frequencies [head_dim / 2] of c, llama3 rope_scaling applied.
+// RoPE inverse frequencies [head_dim / 2] of c with its rope_scaling applied (linear,
+// dynamic NTK fixed at original * factor as the engine documents, yarn, llama3), worked
+// out in double from the published formulas and rounded to f32 at the end.
 std::vector<float> inverse_frequencies(const ModelConfig& c);
 
-// Rotate-half RoPE on one head vector x[dim] at position pos.
-void rope(float* x, int64_t dim, int32_t pos, const std::vector<float>& inv_freq);
+// The factor yarn applies to cos and sin (1 for other scalings).
+double cos_sin_scale(const ModelConfig& c);
+
+// Rotate-half RoPE on one head vector x[dim] at position pos; cos and sin times `scale`.
+void rope(float* x, int64_t dim, int32_t pos, const std::vector<float>& inv_freq, double scale = 1.0);
 
 // Projects a normed row x [hidden] to `heads` heads ([heads * head_dim]) with w, b, then per
 // head: RMSNorm with head_norm (when not empty) and RoPE at pos. For queries and keys.
@@ -46,11 +51,12 @@ std::vector<float> project_heads(const std::vector<float>& x, const std::vector<
                                  const std::vector<float>& b, const std::vector<float>& head_norm, int64_t heads,
                                  int32_t pos, const std::vector<float>& inv_freq, const ModelConfig& c, bool bf16);
 
-// x [hidden] += o_proj(attention of the query q [heads * head_dim] over keys[0..num_keys) and
-// values[0..num_keys), each [kv_heads * head_dim]; softmax with scale 1/sqrt(head_dim)).
+// x [hidden] += o_proj(attention of the query q [heads * head_dim] over keys[first_key..num_keys)
+// and values[first_key..num_keys), each [kv_heads * head_dim]; softmax with scale
+// 1/sqrt(head_dim)). first_key > 0: a sliding window.
 void add_attention(std::vector<float>& x, const std::vector<float>& q, const std::vector<std::vector<float>>& keys,
                    const std::vector<std::vector<float>>& values, int64_t num_keys, const LayerWeights& layer,
-                   const ModelConfig& c, bool bf16);
+                   const ModelConfig& c, bool bf16, int64_t first_key = 0);
 
 // x [hidden] += down(silu(gate(n)) * up(n)), n = post_attention_layernorm(x).
 void add_mlp(std::vector<float>& x, const LayerWeights& layer, const ModelConfig& c, bool bf16);

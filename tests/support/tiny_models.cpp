@@ -84,6 +84,19 @@ std::filesystem::path write_tiny_model(const TinyModelSpec& s, const std::filesy
                               {"high_freq_factor", 4.0},
                               {"original_max_position_embeddings", 64}};
   }
+  if (!s.rope_scaling.empty()) {
+    config["rope_scaling"] = {{"rope_type", s.rope_scaling},
+                              {"factor", s.rope_factor},
+                              {"original_max_position_embeddings", 64}};
+  }
+  if (s.sliding_window > 0) {
+    config["sliding_window"] = s.sliding_window;
+    if (qwen2 || qwen3) {
+      config["use_sliding_window"] = true;
+      config["max_window_layers"] = s.max_window_layers;
+    }
+  }
+  if (!s.layer_types.empty()) config["layer_types"] = s.layer_types;
   std::ofstream(dir / "config.json") << config.dump(2);
 
   TensorWriter w(s.file_dtype, s.seed);

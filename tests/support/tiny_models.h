@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -24,6 +25,15 @@ struct TinyModelSpec {
   bool tie_word_embeddings = false;
   bool attention_bias = false;       // llama: q/k/v/o bias; qwen2 always has q/k/v bias
   bool llama3_rope_scaling = false;
+  // "linear", "dynamic" or "yarn" rope_scaling with factor rope_factor and
+  // original_max_position_embeddings 64; empty = none.
+  std::string rope_scaling;
+  double rope_factor = 4.0;
+  // > 0: mistral: sliding_window on every layer; qwen2/qwen3: use_sliding_window with
+  // max_window_layers (layers from it on slide) or the explicit layer_types.
+  int64_t sliding_window = 0;
+  int64_t max_window_layers = 0;
+  std::vector<std::string> layer_types;  // written when not empty ("full_attention", ...)
   DType file_dtype = DType::kF32;    // how tensors are stored
   uint64_t seed = 1;
 };

@@ -2,6 +2,7 @@
 // everything in f32 with plain sequential sums.
 #include "kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -18,9 +19,14 @@ void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv) {
   };
   for (int64_t t = 0; t < args.num_tokens; ++t) {
     const int32_t* table = args.block_tables[args.seq_of_token[t]];
-    const int64_t n = args.num_keys[t];
+    // Visible positions [first, first + n): all num_keys, or the last `window` of them.
+    const int64_t first = args.window > 0 ? std::max<int64_t>(0, args.num_keys[t] - args.window) : 0;
+    const int64_t n = args.num_keys[t] - first;
     std::vector<int64_t> slots(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) slots[j] = int64_t{table[j / kv.block_size]} * kv.block_size + j % kv.block_size;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t pos = first + j;
+      slots[j] = int64_t{table[pos / kv.block_size]} * kv.block_size + pos % kv.block_size;
+    }
     for (int64_t h = 0; h < args.num_heads; ++h) {
       const int64_t kv_head = h / group;
       const float* q = args.q + (t * args.num_heads + h) * d;

@@ -10,7 +10,7 @@
 namespace dspark::reference {
 
 void to_probs(const float* logits, float* probs, int64_t vocab_size, const SamplingParams& params,
-              std::span<const int32_t> history) {
+              std::span<const int32_t> history, int64_t num_prompt_tokens) {
   const double neg_inf = -std::numeric_limits<double>::infinity();
   std::vector<double> w(static_cast<size_t>(vocab_size));
   for (int64_t i = 0; i < vocab_size; ++i) w[i] = std::isnan(logits[i]) ? neg_inf : logits[i];
@@ -21,6 +21,15 @@ void to_probs(const float* logits, float* probs, int64_t vocab_size, const Sampl
     // The penalty is applied in f32 as the engine does; only the later steps use double.
     const float l = static_cast<float>(w[i]);
     w[i] = l > 0.0f ? l / params.repetition_penalty : l * params.repetition_penalty;
+  }
+  std::vector<int64_t> count(static_cast<size_t>(vocab_size), 0);
+  for (size_t k = static_cast<size_t>(num_prompt_tokens); k < history.size(); ++k) ++count[history[k]];
+  for (int64_t i = 0; i < vocab_size; ++i) {
+    if (count[i] == 0) continue;
+    float l = static_cast<float>(w[i]);
+    l -= params.frequency_penalty * static_cast<float>(count[i]);
+    l -= params.presence_penalty;
+    w[i] = l;
   }
   std::fill(probs, probs + vocab_size, 0.0f);
   if (params.temperature <= 0.0f) {

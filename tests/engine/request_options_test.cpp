@@ -1,0 +1,211 @@
+// Per-request options that reach into the engine's sampling and speculation: presence and
+// frequency penalties, logprobs, and the request's own cap on verified drafts. Each must
+// keep speculative decoding lossless: greedy outputs (and their logprobs) identical to
+// plain decoding, and the drafter's distribution the same transform as the target's.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "engine/engine.h"
+#include "kernels/sampling.h"
+#include "model/tokenizer.h"
+#include "spec/draft_model_proposer.h"
+#include "spec/ngram_proposer.h"
+#include "support/engine_requests.h"
+#include "support/engine_runner.h"
+#include "support/tiny_models.h"
+
+namespace dspark {
+namespace {
+
+const std::filesystem::path& target_dir() {
+  static const std::filesystem::path dir = [] {
+    testing::TinyModelSpec spec;
+    spec.num_layers = 2;
+    auto d = testing::write_tiny_model(spec, testing::make_temp_dir("request-options-target"));
+    testing::write_tiny_tokenizer(d, spec.vocab_size);
+    std::ofstream(d / "generation_config.json") << R"({"eos_token_id": 2})";
+    return d;
+  }();
+  return dir;
+}
+
+std::unique_ptr<Transformer> load(int64_t max_sequences = 4) {
+  TransformerOptions o;
+  o.max_batch_tokens = 128;
+  o.max_sequences = max_sequences;
+  return Transformer::load(target_dir(), o);
+}
+
+std::vector<int32_t> repetitive_prompt(uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> p;
+  for (int j = 0; j < 30; ++j) p.push_back(static_cast<int32_t>(3 + (j % 6 == 0 ? rng.next_u64() % 90 : j % 4)));
+  return p;
+}
+
+GenerationOptions penalised_greedy(int64_t max_tokens) {
+  GenerationOptions g = testing::greedy(max_tokens);
+  g.sampling.presence_penalty = 0.8f;
+  g.sampling.frequency_penalty = 0.5f;
+  g.sampling.repetition_penalty = 1.2f;
+  return g;
+}
+
+struct Runs {
+  std::unique_ptr<Transformer> model = load();
+  Tokenizer tok = Tokenizer::from_dir(target_dir());
+
+  GenerationResult plain(const std::vector<int32_t>& prompt, const GenerationOptions& g) {
+    Engine engine(*model, tok, EngineOptions{.max_running = 1, .max_batch_tokens = 128});
+    return generate_one(engine, prompt, g);
+  }
+  // The target drafting for itself: with the same transform on both sides, every greedy
+  // draft is the target's own choice.
+  GenerationResult self_drafted(const std::vector<int32_t>& prompt, const GenerationOptions& g) {
+    DraftModelOptions d{.num_speculative_tokens = 4, .max_running = 2, .block_size = 4};
+    Engine engine(*model, tok, EngineOptions{.max_running = 2, .max_batch_tokens = 64},
+                  std::make_unique<DraftModelProposer>(load(2), d));
+    return generate_one(engine, prompt, g);
+  }
+  GenerationResult ngram(const std::vector<int32_t>& prompt, const GenerationOptions& g) {
+    Engine engine(*model, tok, EngineOptions{.max_running = 2, .max_batch_tokens = 64},
+                  std::make_unique<NgramProposer>(NgramOptions{1, 4, 6}));
+    return generate_one(engine, prompt, g);
+  }
+};
+
+TEST(RequestOptions, PenaltiesChangeTheOutputAndStayLosslessUnderSpeculation) {
+  Runs runs;
+  for (uint64_t seed : {1, 2, 3}) {
+    const auto prompt = repetitive_prompt(seed);
+    const GenerationOptions g = penalised_greedy(24);
+    const GenerationResult plain = runs.plain(prompt, g);
+    EXPECT_NE(plain.tokens, runs.plain(prompt, testing::greedy(24)).tokens) << "the penalties did nothing";
+    EXPECT_EQ(runs.ngram(prompt, g).tokens, plain.tokens) << "seed " << seed;
+    const GenerationResult self = runs.self_drafted(prompt, g);
+    EXPECT_EQ(self.tokens, plain.tokens) << "seed " << seed;
+    // The drafter applies the same penalties over the same output span, so it never
+    // disagrees with the target.
+    ASSERT_GT(self.spec_metrics.num_drafts, 0);
+    EXPECT_EQ(self.spec_metrics.num_accepted_tokens, self.spec_metrics.num_draft_tokens) << "seed " << seed;
+  }
+}
+
+TEST(RequestOptions, GreedyLogprobsAreTheSameBitsWithAndWithoutSpeculation) {
+  Runs runs;
+  GenerationOptions g = penalised_greedy(20);
+  g.logprobs = 5;
+  for (uint64_t seed : {4, 5}) {
+    const auto prompt = repetitive_prompt(seed);
+    const GenerationResult plain = runs.plain(prompt, g);
+    ASSERT_EQ(plain.logprobs.size(), plain.tokens.size());
+    for (const GenerationResult& spec : {runs.ngram(prompt, g), runs.self_drafted(prompt, g)}) {
+      ASSERT_EQ(spec.tokens, plain.tokens);
+      ASSERT_EQ(spec.logprobs.size(), plain.logprobs.size());
+      for (size_t i = 0; i < plain.logprobs.size(); ++i) {
+        EXPECT_EQ(spec.logprobs[i].token, plain.logprobs[i].token);
+        EXPECT_EQ(spec.logprobs[i].logprob, plain.logprobs[i].logprob) << "token " << i;
+        EXPECT_EQ(spec.logprobs[i].top, plain.logprobs[i].top) << "token " << i;
+      }
+    }
+  }
+}
+
+// Each reported value against an independent computation: the target's logits for the
+// whole sequence in one forward, the reference transform, log of the probability.
+void expect_logprobs_match_reference(Runs& runs, const std::vector<int32_t>& prompt, const GenerationOptions& g,
+                                     const GenerationResult& result) {
+  std::vector<int32_t> sequence = prompt;
+  sequence.insert(sequence.end(), result.tokens.begin(), result.tokens.end());
+  testing::EngineRunner runner(*runs.model);
+  const std::vector<float> logits = runner.run(runner.add_sequence(), sequence, 64);
+  const int64_t vocab = runs.model->config().vocab_size;
+  SamplingParams sp = g.sampling;
+  if (sp.greedy()) sp = SamplingParams{1.0f, 0, 1.0f, 0.0f, sp.repetition_penalty, 0, sp.presence_penalty,
+                                       sp.frequency_penalty};
+  std::vector<float> p(static_cast<size_t>(vocab));
+  ASSERT_EQ(result.logprobs.size(), result.tokens.size());
+  for (size_t i = 0; i < result.tokens.size(); ++i) {
+    const size_t position = prompt.size() + i;  // the token at `position` came from the row before it
+    const std::vector<int32_t> history(sequence.begin(), sequence.begin() + static_cast<int64_t>(position));
+    reference::to_probs(logits.data() + (position - 1) * vocab, p.data(), vocab, sp, history,
+                        static_cast<int64_t>(prompt.size()));
+    const TokenLogprob& lp = result.logprobs[i];
+    EXPECT_EQ(lp.token, result.tokens[i]);
+    EXPECT_NEAR(lp.logprob, std::log(static_cast<double>(p[result.tokens[i]])), 1e-4) << "token " << i;
+    ASSERT_EQ(lp.top.size(), static_cast<size_t>(g.logprobs));
+    for (size_t k = 0; k < lp.top.size(); ++k) {
+      EXPECT_NEAR(lp.top[k].second, std::log(static_cast<double>(p[lp.top[k].first])), 1e-4) << i << "/" << k;
+      if (k > 0) EXPECT_GE(lp.top[k - 1].second, lp.top[k].second);
+    }
+    if (g.sampling.greedy()) EXPECT_EQ(lp.top[0].first, lp.token) << "greedy picks the most likely token";
+  }
+}
+
+TEST(RequestOptions, LogprobsMatchTheReferenceTransformGreedyAndSampled) {
+  Runs runs;
+  GenerationOptions greedy = penalised_greedy(16);
+  greedy.logprobs = 3;
+  const auto prompt = repetitive_prompt(6);
+  expect_logprobs_match_reference(runs, prompt, greedy, runs.plain(prompt, greedy));
+
+  GenerationOptions sampled = greedy;
+  sampled.sampling.temperature = 0.8f;
+  sampled.sampling.top_k = 30;
+  sampled.sampling.seed = 11;
+  sampled.logprobs = 4;
+  expect_logprobs_match_reference(runs, prompt, sampled, runs.plain(prompt, sampled));
+  // Sampled under speculation: other tokens (the random stream differs), the same rule.
+  const GenerationResult spec = runs.self_drafted(prompt, sampled);
+  EXPECT_GT(spec.spec_metrics.num_drafts, 0);
+  expect_logprobs_match_reference(runs, prompt, sampled, spec);
+}
+
+TEST(RequestOptions, LogprobsOffByDefault) {
+  Runs runs;
+  EXPECT_TRUE(runs.plain(repetitive_prompt(7), testing::greedy(8)).logprobs.empty());
+}
+
+TEST(RequestOptions, PerRequestSpeculationCap) {
+  Runs runs;
+  const auto prompt = repetitive_prompt(8);
+  GenerationOptions g = testing::greedy(24);
+  const GenerationResult uncapped = runs.self_drafted(prompt, g);
+  EXPECT_GT(uncapped.spec_metrics.num_drafts, 0);
+  g.max_spec_tokens = 0;
+  const GenerationResult off = runs.self_drafted(prompt, g);
+  EXPECT_EQ(off.tokens, uncapped.tokens);
+  EXPECT_EQ(off.spec_metrics.num_drafts, 0);
+  g.max_spec_tokens = 2;
+  const GenerationResult two = runs.self_drafted(prompt, g);
+  EXPECT_EQ(two.tokens, uncapped.tokens);
+  ASSERT_GT(two.spec_metrics.num_drafts, 0);
+  EXPECT_LE(two.spec_metrics.num_draft_tokens, 2 * two.spec_metrics.num_drafts);
+  for (size_t i = 2; i < two.spec_metrics.drafted_per_position.size(); ++i) {
+    EXPECT_EQ(two.spec_metrics.drafted_per_position[i], 0) << "a draft at position " << i;
+  }
+  EXPECT_EQ(two.spec_metrics.num_accepted_tokens, two.spec_metrics.num_draft_tokens);  // self-drafting
+}
+
+TEST(RequestOptions, InvalidValuesAreRefused) {
+  GenerationOptions g;
+  g.logprobs = 21;
+  EXPECT_THROW(g.validate(), Error);
+  g.logprobs = -2;
+  EXPECT_THROW(g.validate(), Error);
+  g = {};
+  g.max_spec_tokens = -2;
+  EXPECT_THROW(g.validate(), Error);
+  g = {};
+  g.sampling.presence_penalty = 3;
+  EXPECT_THROW(g.validate(), Error);
+}
+
+}  // namespace
+}  // namespace dspark

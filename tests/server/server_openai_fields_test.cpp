@@ -1,0 +1,223 @@
+// OpenAI request fields that reach into sampling and speculation, over HTTP with
+// stories260K: logprobs (completions and chat, whole and streamed), presence and frequency
+// penalties, and dspark's per-request num_speculative_tokens with the request's own
+// acceptance in usage.spec_decode. The offline generate_one run is the reference.
+#include <gtest/gtest.h>
+
+#include "server/test_server.h"
+
+namespace dspark {
+namespace {
+
+using nlohmann::json;
+using testing::OfflineReference;
+using testing::TestServer;
+using testing::TestServerOptions;
+using testing::greedy_options;
+using testing::http_post;
+using testing::http_stream;
+
+const std::string kPrompt = "The cat sat on the mat. The cat";
+
+OfflineReference& offline() {
+  static OfflineReference reference;
+  return reference;
+}
+
+json completion_body(int64_t max_tokens, json extra) {
+  json body = {{"model", "stories"}, {"prompt", kPrompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
+  body.update(extra);
+  return body;
+}
+
+json chat_body(int64_t max_tokens, json extra) {
+  json body = {{"model", "stories"},
+               {"messages", json::array({{{"role", "user"}, {"content", "Tell me about a cat."}}})},
+               {"max_tokens", max_tokens},
+               {"temperature", 0}};
+  body.update(extra);
+  return body;
+}
+
+// The offline run of kPrompt with the penalties and logprobs these tests ask for.
+GenerationResult offline_penalised(int64_t max_tokens, int32_t logprobs) {
+  GenerationOptions g = greedy_options(max_tokens);
+  g.sampling.presence_penalty = 0.5f;
+  g.sampling.frequency_penalty = 0.3f;
+  g.logprobs = logprobs;
+  return offline().run(offline().encode(kPrompt), g);
+}
+
+const json kPenalties = {{"presence_penalty", 0.5}, {"frequency_penalty", 0.3}};
+
+// What a token adds to the text after the token before it (-1: the first).
+std::string piece(int32_t previous, int32_t token) {
+  const Tokenizer& tok = offline().tokenizer();
+  if (previous < 0) return tok.decode(std::span<const int32_t>(&token, 1));
+  const int32_t pair[2] = {previous, token};
+  const std::string head = tok.decode(std::span<const int32_t>(pair, 1));
+  const std::string both = tok.decode(std::span<const int32_t>(pair, 2));
+  EXPECT_EQ(both.substr(0, head.size()), head);
+  return both.substr(head.size());
+}
+
+void expect_completion_logprobs(const json& logprobs, const GenerationResult& expected, size_t top_n) {
+  ASSERT_TRUE(logprobs.is_object()) << logprobs.dump();
+  ASSERT_EQ(logprobs["tokens"].size(), expected.tokens.size());
+  ASSERT_EQ(logprobs["token_logprobs"].size(), expected.tokens.size());
+  ASSERT_EQ(logprobs["top_logprobs"].size(), expected.tokens.size());
+  ASSERT_EQ(logprobs["text_offset"].size(), expected.tokens.size());
+  int64_t offset = 0;
+  for (size_t i = 0; i < expected.tokens.size(); ++i) {
+    const std::string text = piece(i == 0 ? -1 : expected.tokens[i - 1], expected.tokens[i]);
+    EXPECT_EQ(logprobs["tokens"][i], text) << i;
+    EXPECT_EQ(logprobs["token_logprobs"][i].get<double>(), static_cast<double>(expected.logprobs[i].logprob)) << i;
+    // The top n, plus the chosen token (already among them when greedy).
+    EXPECT_EQ(logprobs["top_logprobs"][i].size(), top_n) << i;
+    EXPECT_EQ(logprobs["text_offset"][i], offset);
+    offset += static_cast<int64_t>(text.size());
+  }
+  EXPECT_EQ(offset, static_cast<int64_t>(expected.text.size())) << "the pieces add up to the completion";
+}
+
+TEST(ServerOpenAiFields, CompletionLogprobsAndPenaltiesMatchOffline) {
+  TestServer server;
+  const GenerationResult expected = offline_penalised(24, 3);
+  json extra = kPenalties;
+  extra["logprobs"] = 3;
+  const auto whole = http_post(server.port(), "/v1/completions", completion_body(24, extra).dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(whole.json["choices"][0]["text"], expected.text);
+  expect_completion_logprobs(whole.json["choices"][0]["logprobs"], expected, 3);
+  // Without the penalties the text differs: they are applied, not just accepted.
+  const auto plain = http_post(server.port(), "/v1/completions", completion_body(24, {{"logprobs", 3}}).dump());
+  EXPECT_NE(plain.json["choices"][0]["text"], expected.text);
+  // Not asked: null, as before.
+  EXPECT_TRUE(http_post(server.port(), "/v1/completions", completion_body(4, json::object()).dump())
+                  .json["choices"][0]["logprobs"]
+                  .is_null());
+}
+
+TEST(ServerOpenAiFields, ChatLogprobsStreamedEqualWhole) {
+  TestServer server;
+  const json extra = {{"logprobs", true}, {"top_logprobs", 2}, {"presence_penalty", 0.4}};
+  const auto whole = http_post(server.port(), "/v1/chat/completions", chat_body(20, extra).dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json& content = whole.json["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), whole.json["usage"]["completion_tokens"].get<size_t>());
+  std::string joined;
+  for (const json& entry : content) {
+    ASSERT_EQ(entry["top_logprobs"].size(), 2u);
+    EXPECT_EQ(entry["top_logprobs"][0]["token"], entry["token"]) << "greedy: the chosen token is the most likely";
+    EXPECT_LE(entry["logprob"].get<double>(), 0.0);
+    std::string bytes;
+    for (const json& b : entry["bytes"]) bytes.push_back(static_cast<char>(b.get<int>()));
+    joined += bytes;
+  }
+  EXPECT_EQ(joined, whole.json["choices"][0]["message"]["content"]);
+
+  json stream_body = chat_body(20, extra);
+  stream_body["stream"] = true;
+  stream_body["stream_options"] = {{"include_usage", true}};
+  const auto streamed = http_stream(server.port(), "/v1/chat/completions", stream_body.dump());
+  ASSERT_TRUE(streamed.done);
+  json streamed_content = json::array();
+  for (const json& chunk : streamed.chunks) {
+    if (chunk["choices"].empty()) continue;
+    const json& lp = chunk["choices"][0]["logprobs"];
+    if (lp.is_null()) continue;
+    for (const json& entry : lp["content"]) streamed_content.push_back(entry);
+  }
+  EXPECT_EQ(streamed_content, content);
+  EXPECT_EQ(streamed.text, whole.json["choices"][0]["message"]["content"]);
+}
+
+TEST(ServerOpenAiFields, SpeculationPerRequestAndItsUsage) {
+  TestServerOptions o;
+  o.speculator = "ngram";
+  TestServer server(o);
+  const GenerationResult expected = offline_penalised(32, 2);
+  json extra = kPenalties;
+  extra["logprobs"] = 2;
+  const auto spec = http_post(server.port(), "/v1/completions", completion_body(32, extra).dump());
+  ASSERT_EQ(spec.status, 200) << spec.body;
+  // Lossless with penalties, and the same logprobs as plain decoding.
+  EXPECT_EQ(spec.json["choices"][0]["text"], expected.text);
+  expect_completion_logprobs(spec.json["choices"][0]["logprobs"], expected, 2);
+  const json& usage = spec.json["usage"];
+  ASSERT_TRUE(usage.contains("spec_decode")) << usage.dump();
+  EXPECT_GT(usage["spec_decode"]["num_drafts"].get<int64_t>(), 0);
+  EXPECT_GE(usage["spec_decode"]["mean_acceptance_length"].get<double>(), 1.0);
+
+  extra["num_speculative_tokens"] = 0;
+  const auto off = http_post(server.port(), "/v1/completions", completion_body(32, extra).dump());
+  EXPECT_EQ(off.json["choices"][0]["text"], expected.text);
+  EXPECT_EQ(off.json["usage"]["spec_decode"]["num_drafts"], 0);
+  EXPECT_EQ(off.json["usage"]["spec_decode"]["mean_acceptance_length"], 1.0);
+
+  extra["num_speculative_tokens"] = 1;
+  const auto one = http_post(server.port(), "/v1/completions", completion_body(32, extra).dump());
+  EXPECT_EQ(one.json["choices"][0]["text"], expected.text);
+  const json& capped = one.json["usage"]["spec_decode"];
+  EXPECT_EQ(capped["num_draft_tokens"], capped["num_drafts"]) << "one draft per round at most";
+}
+
+TEST(ServerOpenAiFields, SeveralChoicesWholeAndStreamed) {
+  // Without a speculator: seeded sampling then draws the same tokens as the offline run
+  // (under speculation the random stream depends on how many drafts each round verified).
+  TestServerOptions o;
+  o.max_running = 4;
+  TestServer server(o);
+  json extra = {{"n", 3}, {"temperature", 0.9}, {"seed", 42}, {"logprobs", 1}};
+  const auto whole = http_post(server.port(), "/v1/completions", completion_body(12, extra).dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json& choices = whole.json["choices"];
+  ASSERT_EQ(choices.size(), 3u);
+  // Choice i samples with seed + i: each equals the offline run with that seed.
+  int64_t completion_tokens = 0;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(choices[i]["index"], i);
+    GenerationOptions g = greedy_options(12);
+    g.sampling.temperature = 0.9f;
+    g.sampling.seed = 42 + i;
+    const GenerationResult expected = offline().run(offline().encode(kPrompt), g);
+    EXPECT_EQ(choices[i]["text"], expected.text) << "choice " << i;
+    EXPECT_EQ(choices[i]["logprobs"]["tokens"].size(), expected.tokens.size());
+    completion_tokens += static_cast<int64_t>(expected.tokens.size());
+  }
+  EXPECT_NE(choices[0]["text"], choices[1]["text"]);
+  EXPECT_EQ(whole.json["usage"]["completion_tokens"], completion_tokens);
+  EXPECT_EQ(whole.json["usage"]["prompt_tokens"], offline().encode(kPrompt).size());  // counted once
+
+  json stream_body = completion_body(12, extra);
+  stream_body["stream"] = true;
+  stream_body["stream_options"] = {{"include_usage", true}};
+  const auto streamed = http_stream(server.port(), "/v1/completions", stream_body.dump());
+  ASSERT_TRUE(streamed.done);
+  std::vector<std::string> texts(3);
+  std::vector<int> finishes(3, 0);
+  for (const json& chunk : streamed.chunks) {
+    for (const json& c : chunk["choices"]) {
+      const int i = c["index"].get<int>();
+      texts[i] += c["text"].get<std::string>();
+      if (!c["finish_reason"].is_null()) ++finishes[i];
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(texts[i], choices[i]["text"]) << "choice " << i;
+    EXPECT_EQ(finishes[i], 1) << "choice " << i;
+  }
+  ASSERT_TRUE(streamed.usage);
+  EXPECT_EQ((*streamed.usage)["completion_tokens"], completion_tokens);
+  // Every request finished and freed its blocks.
+  EXPECT_TRUE(testing::wait_until_idle(server.port(), std::chrono::milliseconds(5000)));
+}
+
+TEST(ServerOpenAiFields, NoSpecDecodeUsageWithoutASpeculator) {
+  TestServer server;
+  const auto reply = http_post(server.port(), "/v1/completions", completion_body(4, json::object()).dump());
+  EXPECT_FALSE(reply.json["usage"].contains("spec_decode"));
+}
+
+}  // namespace
+}  // namespace dspark
