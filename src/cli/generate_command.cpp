@@ -95,8 +95,9 @@ void run_generate(GenerateArgs& args) {
                              ? result.decode_tokens_per_second() / baseline.decode_tokens_per_second()
                              : 0.0;
   std::fprintf(stderr, "[dspark] decode speedup over plain: %.2fx", speedup);
-  if (args.gen.sampling.greedy()) {
-    std::fprintf(stderr, " | greedy outputs identical: %s", result.tokens == baseline.tokens ? "yes" : "NO");
+  if (args.gen.sampling.greedy() || args.gen.sampling.position_keyed) {
+    std::fprintf(stderr, " | %s outputs identical: %s", args.gen.sampling.greedy() ? "greedy" : "seeded",
+                 result.tokens == baseline.tokens ? "yes" : "NO");
   }
   std::fprintf(stderr, "\n");
 }

@@ -61,7 +61,13 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
   cmd->add_option("--frequency-penalty", g.sampling.frequency_penalty,
                   "Subtracted per occurrence in the generated text ([-2, 2], 0 = off)")
       ->capture_default_str();
-  cmd->add_option("--seed", g.sampling.seed, "Random seed")->capture_default_str();
+  // An explicit seed switches to position-keyed sampling: the same text with or without a
+  // speculator, under any schedule (spec/rejection_sampler.h).
+  cmd->add_option("--seed", g.sampling.seed,
+                  "Random seed; when given, sampling is keyed on (seed, position), so the output is the same "
+                  "with or without speculation")
+      ->each([&g](const std::string&) { g.sampling.position_keyed = true; })
+      ->capture_default_str();
   cmd->add_option("--stop", g.stop, "Stop string (repeatable)");
   cmd->add_flag("--ignore-eos", g.ignore_eos, "Continue past the end-of-sequence token");
 }

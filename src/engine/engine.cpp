@@ -423,6 +423,9 @@ void Engine::commit(Request& r, const float* logits, bool decoding_round) {
   in.target_probs = probs_.data();
   in.vocab_size = vocab;
   in.greedy = sp.greedy();
+  in.position_keyed = sp.position_keyed;
+  in.seed = sp.seed;
+  in.first_position = static_cast<int64_t>(r.tokens.size());  // where row 0's token goes
   const VerifyResult verdict = rejection_sampler_.verify(in, r.rng);
   if (num_drafts > 0) {
     const std::span<const float> confidence =

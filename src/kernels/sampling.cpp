@@ -259,6 +259,118 @@ int32_t argmax(const float* x, int64_t n) {
   return static_cast<int32_t>(best);
 }
 
+namespace {
+
+constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;     // SplitMix64's increment
+constexpr uint64_t kSeedKey = 0x6a09e667f3bcc909ull;   // separates this noise from Rng(seed)
+constexpr double kTwoPowMinus53 = 0x1.0p-53;
+
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Start of the SplitMix64 stream of (seed, position); token i's bits: mix64(base + (i+1) gamma).
+uint64_t stream_base(uint64_t seed, int64_t position) {
+  return mix64(mix64(seed ^ kSeedKey) + static_cast<uint64_t>(position) * kGamma);
+}
+
+// The odd 53-bit numerator m of u = m * 2^-53.
+uint64_t numerator(uint64_t base, int64_t token) {
+  return (mix64(base + static_cast<uint64_t>(token + 1) * kGamma) >> 11) | 1u;
+}
+
+// The exact Gumbel-max key log p + G, in double; the reference computes the same expression.
+double gumbel_key(float p, double u) { return std::log(static_cast<double>(p)) - std::log(-std::log(u)); }
+
+// Pruning: token i can beat the best key k only if p_i / E_i > e^k with E_i = -log u_i >=
+// 1 - u_i; so tokens with p_i < e^k (1 - eps) (1 - u_i) are skipped. eps = 1e-9 covers the
+// rounding of the bound and of the keys (absolute errors ~ 1e-13), so a skipped token's
+// computed key is certainly below k: the result equals the unpruned scan's exactly.
+constexpr double kPruneSlack = 1.0 - 1e-9;
+
+// Running argmax of the exact keys, in token order (strictly greater wins: lowest id on ties).
+struct GumbelBest {
+  double key = -std::numeric_limits<double>::infinity();
+  int32_t token = -1;
+  double threshold = 0.0;  // e^key (1 - eps): p_i must reach threshold * (1 - u_i)
+
+  void offer(const float* probs, uint64_t base, int64_t i) {
+    const double k = gumbel_key(probs[i], static_cast<double>(numerator(base, i)) * kTwoPowMinus53);
+    if (k > key) {
+      key = k;
+      token = static_cast<int32_t>(i);
+      threshold = std::exp(k) * kPruneSlack;
+    }
+  }
+};
+
+DSPARK_AVX512_BEGIN
+// 8 tokens per iteration in double: SplitMix64 on 64-bit lanes (vpmullq), the bound
+// p >= threshold * (1 - u) as a mask, exact keys only for the lanes it leaves.
+void gumbel_scan_avx512(const float* probs, int64_t n, uint64_t base, GumbelBest& best) {
+  const __m512i gamma = _mm512_set1_epi64(static_cast<int64_t>(kGamma));
+  const __m512i c1 = _mm512_set1_epi64(static_cast<int64_t>(0xbf58476d1ce4e5b9ull));
+  const __m512i c2 = _mm512_set1_epi64(static_cast<int64_t>(0x94d049bb133111ebull));
+  const __m512i one = _mm512_set1_epi64(1);
+  const __m512i two53 = _mm512_set1_epi64(int64_t{1} << 53);
+  const __m512d scale = _mm512_set1_pd(kTwoPowMinus53);
+  // z_i = base + (i + 1) gamma for lanes i .. i + 7, advanced by 8 gamma per iteration.
+  __m512i z = _mm512_add_epi64(_mm512_set1_epi64(static_cast<int64_t>(base)),
+                               _mm512_mullo_epi64(_mm512_setr_epi64(1, 2, 3, 4, 5, 6, 7, 8), gamma));
+  const __m512i step = _mm512_set1_epi64(static_cast<int64_t>(8 * kGamma));
+  for (int64_t i = 0; i < n; i += 8) {
+    const __mmask8 valid = static_cast<__mmask8>(n - i >= 8 ? 0xff : (1u << (n - i)) - 1);
+    const __m512d p = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(valid, probs + i));
+    __m512i h = z;
+    h = _mm512_mullo_epi64(_mm512_xor_si512(h, _mm512_srli_epi64(h, 30)), c1);
+    h = _mm512_mullo_epi64(_mm512_xor_si512(h, _mm512_srli_epi64(h, 27)), c2);
+    h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 31));
+    const __m512i m = _mm512_or_si512(_mm512_srli_epi64(h, 11), one);
+    // 1 - u = (2^53 - m) 2^-53, exact.
+    const __m512d one_minus_u = _mm512_mul_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(two53, m)), scale);
+    const __m512d bound = _mm512_mul_pd(_mm512_set1_pd(best.threshold), one_minus_u);
+    __mmask8 live = _mm512_mask_cmp_pd_mask(valid, p, _mm512_setzero_pd(), _CMP_GT_OQ);
+    live = _mm512_mask_cmp_pd_mask(live, p, bound, _CMP_GE_OQ);
+    while (live) {
+      const int lane = __builtin_ctz(live);
+      live = static_cast<__mmask8>(live & (live - 1));
+      const double before = best.threshold;
+      best.offer(probs, base, i + lane);
+      // A raised threshold may rule out the remaining lanes; re-test them.
+      if (best.threshold != before && live) {
+        live = _mm512_mask_cmp_pd_mask(live, p, _mm512_mul_pd(_mm512_set1_pd(best.threshold), one_minus_u),
+                                       _CMP_GE_OQ);
+      }
+    }
+    z = _mm512_add_epi64(z, step);
+  }
+}
+DSPARK_AVX512_END
+
+}  // namespace
+
+double keyed_uniform(uint64_t seed, int64_t position, int32_t token) {
+  return static_cast<double>(numerator(stream_base(seed, position), token)) * kTwoPowMinus53;
+}
+
+int32_t sample_gumbel_max(const float* probs, int64_t n, uint64_t seed, int64_t position) {
+  const uint64_t base = stream_base(seed, position);
+  GumbelBest best;
+  if (simd::wide()) {
+    gumbel_scan_avx512(probs, n, base, best);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      if (!(probs[i] > 0.0f)) continue;
+      const double one_minus_u = static_cast<double>((uint64_t{1} << 53) - numerator(base, i)) * kTwoPowMinus53;
+      if (static_cast<double>(probs[i]) >= best.threshold * one_minus_u) best.offer(probs, base, i);
+    }
+  }
+  DSPARK_CHECK(best.token >= 0, "sample_gumbel_max: no token has positive probability");
+  return best.token;
+}
+
 int32_t sample_from_probs(const float* probs, int64_t n, double u) {
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) total += probs[i];

@@ -26,6 +26,12 @@ struct SamplingParams {
   uint64_t seed = 0;                // per-request generator seed
   float presence_penalty = 0.0f;    // [-2, 2]; subtracted once from every generated token
   float frequency_penalty = 0.0f;   // [-2, 2]; subtracted per occurrence in the output
+  // Draw every sampled token by Gumbel-max with noise keyed on (seed, position), and verify
+  // drafts by matching that draw, instead of drawing from the request's Rng stream: the
+  // output then depends only on the seed, never on how many drafts a round verified, so a
+  // seeded request reproduces under any speculator, schedule and load. Set when the user
+  // gives a seed; off otherwise, since standard rejection sampling accepts more drafts.
+  bool position_keyed = false;
 
   bool greedy() const { return temperature <= 0.0f; }
   // Whether to_probs reads the token history (some penalty is on).
@@ -60,7 +66,27 @@ int32_t argmax(const float* x, int64_t n);
 // Inverse-CDF draw: smallest i with cumsum(probs)[i] > u * total; u in [0, 1).
 int32_t sample_from_probs(const float* probs, int64_t n, double u);
 
+// Gumbel-max draw with counter-based noise: the token at sequence position `position`
+// (index into prompt + output) is argmax over kept tokens (probs[i] > 0) of
+//   log probs[i] + G(seed, position, i),   G = -log(-log(u)), u = keyed_uniform(...),
+// lowest id on ties. Since the G are independent standard Gumbel variables, the result is
+// distributed exactly as probs / sum(probs) (the Gumbel-max trick), and it is a pure
+// function of (probs, seed, position): no generator state. Throws when no token is kept.
+// Cost: one hash and one multiply-compare per token; the two logarithms of the exact key
+// only for tokens whose cheap bound (-log u >= 1 - u) cannot rule them out.
+int32_t sample_gumbel_max(const float* probs, int64_t n, uint64_t seed, int64_t position);
+
+// The uniform in (0, 1) behind G(seed, position, token), counter-based (SplitMix64 mixing,
+// Steele et al. 2014): s = mix(seed ^ K), b = mix(s + position * gamma), h = mix(b +
+// (token + 1) * gamma), u = ((h >> 11) | 1) * 2^-53 (odd 53-bit numerators: never 0 or 1,
+// so G is finite). Each (seed, position) starts its own SplitMix64 stream at a
+// pseudo-random state b and token i takes output i of it: values of different (position,
+// token) pairs are independent unless two streams overlap within a vocabulary's length
+// (probability ~ vocab / 2^63 per pair of positions).
+double keyed_uniform(uint64_t seed, int64_t position, int32_t token);
+
 namespace reference {
+int32_t sample_gumbel_max(const float* probs, int64_t n, uint64_t seed, int64_t position);
 void to_probs(const float* logits, float* probs, int64_t vocab_size, const SamplingParams& params,
               std::span<const int32_t> history, int64_t num_prompt_tokens);
 }  // namespace reference

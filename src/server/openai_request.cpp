@@ -365,6 +365,7 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
   }
   if (auto seed = f.integer("seed")) {
     s.seed = static_cast<uint64_t>(*seed);
+    s.position_keyed = true;  // a given seed must reproduce whatever the speculation schedule
     r.seed_given = true;
   }
   for (auto [key, target] : {std::pair{"presence_penalty", &s.presence_penalty},

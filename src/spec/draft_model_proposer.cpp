@@ -129,7 +129,8 @@ void DraftModelProposer::draft_token(const DraftRequest& request, SlotState& s, 
     history = history_;
   }
   logits_processor_.to_probs(logits, q, sp, history, request.num_prompt_tokens);
-  const int32_t token = sp.greedy() ? argmax(q, vocab) : sample_from_probs(q, vocab, request.rng->uniform());
+  const int32_t token =
+      draw_draft(q, vocab, sp, static_cast<int64_t>(request.tokens.size() + s.drafts.size()), request.rng);
   s.drafts.push_back(token);
   const float confidence = sp.greedy() ? softmax_probability(logits, vocab, token) : q[token];
   keep_drafting = static_cast<int32_t>(s.drafts.size()) < request.max_drafts && confidence >= options_.p_min;

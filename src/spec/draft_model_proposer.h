@@ -7,7 +7,8 @@
 // (rejected drafts drop out), feeds the rest (the new committed tokens — on a request's
 // first round, its whole prompt, in chunks), then drafts. Drafts are sampled from the
 // draft's distribution q under the request's own sampling transform (greedy requests
-// draft greedily), and q is returned for the verifier.
+// draft greedily; seeded ones by Gumbel-max with the target's position-keyed noise, see
+// draw_draft in spec/proposer.h), and q is returned for the verifier.
 //
 // Early stop (llama.cpp's --draft-p-min): a request stops drafting once the token it drew
 // had draft probability below p_min (for greedy requests: the softmax probability of the

@@ -409,7 +409,7 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
       }
       float* q = s.probs.data() + static_cast<int64_t>(j) * vocab_;
       logits_processor_.to_probs(logits, q, sp, history, r.num_prompt_tokens);
-      const int32_t token = sp.greedy() ? argmax(q, vocab_) : sample_from_probs(q, vocab_, r.rng->uniform());
+      const int32_t token = draw_draft(q, vocab_, sp, static_cast<int64_t>(r.tokens.size()) + j, r.rng);
       if (heads_.has_confidence()) {
         const float* h = x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_;
         const float z = heads_.confidence_logit(h, prev);

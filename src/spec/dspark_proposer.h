@@ -22,8 +22,10 @@
 //   LM head → U. DSpark: slot j−1 gives U_j, j = 1..γ; DFlash: slot j gives U_j,
 //   j = 1..γ−1. Then left to right per request: logits_j = U_j (+ Markov term of x_{j−1}),
 //   q_j = the request's sampling transform of logits_j (LogitsProcessor::to_probs, the
-//   repetition penalty seeing committed tokens + earlier drafts), x_j = argmax for greedy
-//   requests, else drawn from q_j with the request's draft Rng; c_j = sigmoid(z_j / T_j).
+//   repetition penalty seeing committed tokens + earlier drafts), x_j = draw_draft(q_j)
+//   (spec/proposer.h: argmax for greedy requests, Gumbel-max with the target's
+//   position-keyed noise for seeded ones, else drawn with the request's draft Rng);
+//   c_j = sigmoid(z_j / T_j).
 //   Returns min(max_drafts, num_speculative_tokens) drafts with their q rows and c_j.
 //
 // The embedding table and LM head are the target's unless the drafter directory has its own

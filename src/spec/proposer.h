@@ -61,6 +61,17 @@ struct Draft {
   const float* confidence = nullptr;        // [L] c_j, or null
 };
 
+// How a drafter picks its draft at sequence position `position` (tokens.size() + j for
+// draft j) from its q [vocab] under the request's transform: argmax for greedy requests;
+// for position-keyed ones Gumbel-max with the target's noise at that position (so the
+// draft equals the token verification emits whenever q's and p's draws agree; see
+// spec/rejection_sampler.h); else an inverse-CDF draw from the drafter's own stream.
+inline int32_t draw_draft(const float* q, int64_t vocab, const SamplingParams& sp, int64_t position, Rng* rng) {
+  if (sp.greedy()) return argmax(q, vocab);
+  if (sp.position_keyed) return sample_gumbel_max(q, vocab, sp.seed, position);
+  return sample_from_probs(q, vocab, rng->uniform());
+}
+
 class Proposer {
  public:
   virtual ~Proposer() = default;

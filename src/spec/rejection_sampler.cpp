@@ -23,6 +23,7 @@ VerifyResult RejectionSampler::verify(const VerifyInput& input, Rng& rng) {
                  vocab_size_);
   }
   if (input.greedy) return verify_greedy(input);
+  if (input.position_keyed) return verify_position_keyed(input);
 
   const int64_t vocab = vocab_size_;
   const auto num_drafts = static_cast<int32_t>(input.draft_tokens.size());
@@ -49,6 +50,20 @@ VerifyResult RejectionSampler::verify_greedy(const VerifyInput& input) const {
     if (input.draft_tokens[static_cast<size_t>(j)] != best) return VerifyResult{j, best, false};
   }
   return VerifyResult{num_drafts, argmax(input.target_probs + num_drafts * vocab, vocab), true};
+}
+
+VerifyResult RejectionSampler::verify_position_keyed(const VerifyInput& input) const {
+  const int64_t vocab = vocab_size_;
+  const auto num_drafts = static_cast<int32_t>(input.draft_tokens.size());
+  // y_j: the token plain decoding would emit at position first_position + j.
+  auto y = [&](int32_t j) {
+    return sample_gumbel_max(input.target_probs + j * vocab, vocab, input.seed, input.first_position + j);
+  };
+  for (int32_t j = 0; j < num_drafts; ++j) {
+    const int32_t token = y(j);
+    if (input.draft_tokens[static_cast<size_t>(j)] != token) return VerifyResult{j, token, false};
+  }
+  return VerifyResult{num_drafts, y(num_drafts), true};
 }
 
 int32_t RejectionSampler::sample_recovered(const float* p, const float* q, int32_t draft, double u) {

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "kernels/isa.h"
 #include "kernels/kernel_test_util.h"
 
 namespace dspark {
@@ -159,6 +160,98 @@ TEST(Sampling, SampleFromProbsFrequencies) {
   const std::vector<float> scaled = {0.0f, 2.0f, 2.0f, 0.0f};
   EXPECT_EQ(sample_from_probs(scaled.data(), 4, 0.49), 1);
   EXPECT_EQ(sample_from_probs(scaled.data(), 4, 0.51), 2);
+}
+
+// The pruned scan (AVX-512, and the portable one under an AVX2 cap) picks exactly the
+// reference's token: dense and sparse rows, ties, one-hot rows, lengths off the 8-lane grid.
+TEST(Sampling, GumbelMaxMatchesReference) {
+  std::vector<std::vector<float>> rows;
+  for (const int64_t n : {1, 5, 8, 13, 100, 8192}) {
+    for (const float temperature : {0.3f, 1.0f, 3.0f}) {
+      SamplingParams sp;
+      sp.temperature = temperature;
+      rows.push_back(probs_of(random_floats(static_cast<size_t>(n), 40 + n, -6.0f, 6.0f), sp));
+      sp.top_k = 7;
+      rows.push_back(probs_of(random_floats(static_cast<size_t>(n), 41 + n, -6.0f, 6.0f), sp));
+    }
+  }
+  rows.push_back({0.25f, 0.25f, 0.25f, 0.25f});         // all tied
+  rows.push_back({0.0f, 0.0f, 1.0f, 0.0f, 0.0f});       // one-hot
+  rows.push_back(std::vector<float>(1000, 1e-3f));      // many tied, unnormalised mass 1
+  std::vector<float> tiny(300, 0.0f);
+  tiny[0] = 1e-30f;  // a tiny kept token next to a dominant one
+  tiny[299] = 1.0f;
+  rows.push_back(tiny);
+  const Isa saved = active_isa();
+  for (const Isa isa : {best_isa(), Isa::kAvx2}) {
+    set_active_isa(isa);
+    int64_t checked = 0;
+    for (const auto& row : rows) {
+      const auto n = static_cast<int64_t>(row.size());
+      for (uint64_t seed = 0; seed < 12; ++seed) {
+        for (const int64_t position : {0, 1, 77, 4096}) {
+          ASSERT_EQ(sample_gumbel_max(row.data(), n, seed, position),
+                    reference::sample_gumbel_max(row.data(), n, seed, position))
+              << isa_name(isa) << " n=" << n << " seed=" << seed << " position=" << position;
+          ++checked;
+        }
+      }
+    }
+    EXPECT_GT(checked, 1000);
+  }
+  set_active_isa(saved);
+  const std::vector<float> none(9, 0.0f);
+  EXPECT_THROW(sample_gumbel_max(none.data(), 9, 1, 0), Error);
+  EXPECT_THROW(reference::sample_gumbel_max(none.data(), 9, 1, 0), Error);
+}
+
+// Pearson's chi-square of counts against probabilities p (cells with p = 0 must be empty).
+double chi_square(const std::vector<int64_t>& counts, const std::vector<double>& p, int64_t n) {
+  double chi2 = 0.0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == 0.0) {
+      EXPECT_EQ(counts[i], 0) << "cell " << i << " has probability 0";
+      continue;
+    }
+    const double expected = p[i] * static_cast<double>(n);
+    chi2 += (static_cast<double>(counts[i]) - expected) * (static_cast<double>(counts[i]) - expected) / expected;
+  }
+  return chi2;
+}
+
+// Frequencies of Gumbel-max draws follow p: over seeds at one position, and over positions
+// with one seed. 100k draws, 5 kept tokens (4 degrees of freedom): a correct sampler
+// exceeds chi-square 25 with probability 5e-5. The pairs drawn at two adjacent positions
+// with one seed (4 x 4 cells, 15 degrees of freedom) must follow the product of the
+// marginals, i.e. positions draw independently: limit 45 (exceeded with p ~ 8e-5).
+TEST(Sampling, GumbelMaxFrequenciesMatchProbabilities) {
+  const std::vector<float> probs = {0.1f, 0.0f, 0.2f, 0.3f, 0.05f, 0.35f};
+  const std::vector<double> p(probs.begin(), probs.end());
+  constexpr int64_t kDraws = 100000;
+  std::vector<int64_t> by_seed(probs.size(), 0), by_position(probs.size(), 0);
+  for (int64_t k = 0; k < kDraws; ++k) {
+    ++by_seed[sample_gumbel_max(probs.data(), 6, static_cast<uint64_t>(k), 17)];
+    ++by_position[sample_gumbel_max(probs.data(), 6, 99, k)];
+  }
+  EXPECT_LT(chi_square(by_seed, p, kDraws), 25.0);
+  EXPECT_LT(chi_square(by_position, p, kDraws), 25.0);
+
+  const std::vector<float> four = {0.4f, 0.3f, 0.2f, 0.1f};
+  std::vector<int64_t> pairs(16, 0);
+  std::vector<double> product(16);
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b) product[a * 4 + b] = static_cast<double>(four[a]) * four[b];
+  for (int64_t k = 0; k < kDraws; ++k) {
+    const auto seed = static_cast<uint64_t>(k);
+    ++pairs[sample_gumbel_max(four.data(), 4, seed, 5) * 4 + sample_gumbel_max(four.data(), 4, seed, 6)];
+  }
+  EXPECT_LT(chi_square(pairs, product, kDraws), 45.0);
+  // u is strictly inside (0, 1), so every Gumbel value is finite.
+  for (int32_t token = 0; token < 1000; ++token) {
+    const double u = keyed_uniform(3, 8, token);
+    EXPECT_GT(u, 0.0);
+    EXPECT_LT(u, 1.0);
+  }
 }
 
 TEST(Sampling, ArgmaxLowestIndexOnTiesAndSkipsNaN) {

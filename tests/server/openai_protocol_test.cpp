@@ -39,6 +39,7 @@ TEST(OpenAiProtocol, ParsesEveryCompletionField) {
   EXPECT_FLOAT_EQ(r.options.sampling.repetition_penalty, 1.1f);
   EXPECT_EQ(r.options.sampling.seed, 42u);
   EXPECT_TRUE(r.seed_given);
+  EXPECT_TRUE(r.options.sampling.position_keyed) << "a given seed keys the sampling on positions";
   EXPECT_EQ(r.options.stop, (std::vector<std::string>{"a", "bc"}));
   EXPECT_TRUE(r.options.ignore_eos);
   EXPECT_TRUE(r.stream);
@@ -74,6 +75,7 @@ TEST(OpenAiProtocol, DefaultsAndNulls) {
   EXPECT_FLOAT_EQ(r.options.sampling.temperature, 1.0f);  // OpenAI's default
   EXPECT_FALSE(r.max_tokens_given);
   EXPECT_FALSE(r.seed_given);
+  EXPECT_FALSE(r.options.sampling.position_keyed);
   EXPECT_FALSE(r.stream);
   EXPECT_TRUE(r.options.stop.empty());
   EXPECT_EQ(parse_request(R"({"prompt": "x", "stop": "END"})", Endpoint::kCompletions).options.stop,

@@ -129,6 +129,7 @@ TEST(Server, StopStringsAndSeededSamplingMatchOffline) {
   sampled.sampling.top_p = 0.95f;
   sampled.sampling.top_k = 50;
   sampled.sampling.seed = 1234;
+  sampled.sampling.position_keyed = true;  // what a request's explicit seed sets
   const GenerationResult expected = offline().run(offline().encode(prompt), sampled);
   const json extra = {{"temperature", 0.9}, {"top_p", 0.95}, {"top_k", 50}, {"seed", 1234}};
   EXPECT_EQ(http_post(server.port(), "/v1/completions", completion_body(prompt, 40, false, extra)).json["choices"][0]["text"],

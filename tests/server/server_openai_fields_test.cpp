@@ -2,6 +2,9 @@
 // stories260K: logprobs (completions and chat, whole and streamed), presence and frequency
 // penalties, and dspark's per-request num_speculative_tokens with the request's own
 // acceptance in usage.spec_decode. The offline generate_one run is the reference.
+#include <atomic>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "server/test_server.h"
@@ -163,8 +166,7 @@ TEST(ServerOpenAiFields, SpeculationPerRequestAndItsUsage) {
 }
 
 TEST(ServerOpenAiFields, SeveralChoicesWholeAndStreamed) {
-  // Without a speculator: seeded sampling then draws the same tokens as the offline run
-  // (under speculation the random stream depends on how many drafts each round verified).
+  // Seeded sampling draws the same tokens as the offline run of each choice's seed.
   TestServerOptions o;
   o.max_running = 4;
   TestServer server(o);
@@ -180,6 +182,7 @@ TEST(ServerOpenAiFields, SeveralChoicesWholeAndStreamed) {
     GenerationOptions g = greedy_options(12);
     g.sampling.temperature = 0.9f;
     g.sampling.seed = 42 + i;
+    g.sampling.position_keyed = true;
     const GenerationResult expected = offline().run(offline().encode(kPrompt), g);
     EXPECT_EQ(choices[i]["text"], expected.text) << "choice " << i;
     EXPECT_EQ(choices[i]["logprobs"]["tokens"].size(), expected.tokens.size());
@@ -211,6 +214,69 @@ TEST(ServerOpenAiFields, SeveralChoicesWholeAndStreamed) {
   EXPECT_EQ((*streamed.usage)["completion_tokens"], completion_tokens);
   // Every request finished and freed its blocks.
   EXPECT_TRUE(testing::wait_until_idle(server.port(), std::chrono::milliseconds(5000)));
+}
+
+// A request with an explicit seed is sampled position-keyed (spec/rejection_sampler.h):
+// against a server with n-gram speculation under the adaptive schedule, identical seeded
+// requests at T = 0.7 give the same text every time, alone and while other requests load
+// the server (which changes how many drafts each round verifies), and that text is the
+// offline plain run's.
+TEST(ServerOpenAiFields, SeededSamplingReproducesUnderSpeculationAndLoad) {
+  TestServerOptions o;
+  o.speculator = "ngram";
+  o.max_running = 8;
+  std::vector<double> sps(256);  // each extra token costs 2% of a step
+  for (size_t b = 0; b < sps.size(); ++b) sps[b] = 500.0 / (1.0 + 0.02 * static_cast<double>(b));
+  o.step_cost = std::make_shared<StepCostTable>(std::move(sps));
+  TestServer server(o);
+  GenerationOptions g = greedy_options(40);
+  g.sampling.temperature = 0.7f;
+  g.sampling.seed = 77;
+  g.sampling.position_keyed = true;
+  const GenerationResult expected = offline().run(offline().encode(kPrompt), g);
+  ASSERT_GT(expected.tokens.size(), 8u);
+  const json seeded = completion_body(40, {{"temperature", 0.7}, {"seed", 77}});
+
+  int64_t drafts = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto reply = http_post(server.port(), "/v1/completions", seeded.dump());
+    ASSERT_EQ(reply.status, 200) << reply.body;
+    EXPECT_EQ(reply.json["choices"][0]["text"], expected.text) << "alone, try " << i;
+    drafts += reply.json["usage"]["spec_decode"]["num_drafts"].get<int64_t>();
+  }
+  EXPECT_GT(drafts, 0) << "the n-gram speculator never drafted";
+
+  // Load: unseeded sampled and greedy requests of other prompts, streamed and whole, while
+  // seeded ones (whole and streamed) run among them.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> load;
+  for (int t = 0; t < 4; ++t) {
+    load.emplace_back([&, t] {
+      const json body = {{"model", "stories"},
+                         {"prompt", t % 2 ? "Once upon a time" : "The dog ran to the park and the dog"},
+                         {"max_tokens", 48},
+                         {"temperature", t < 2 ? 0.0 : 1.0}};
+      while (!stop) http_post(server.port(), "/v1/completions", body.dump());
+    });
+  }
+  std::vector<std::string> texts(6);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 6; ++c) {
+    clients.emplace_back([&, c] {
+      if (c % 2 == 0) {
+        texts[c] = http_post(server.port(), "/v1/completions", seeded.dump()).json["choices"][0]["text"];
+      } else {
+        json body = seeded;
+        body["stream"] = true;
+        texts[c] = http_stream(server.port(), "/v1/completions", body.dump()).text;
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  stop = true;
+  for (auto& t : load) t.join();
+  for (int c = 0; c < 6; ++c) EXPECT_EQ(texts[c], expected.text) << "under load, client " << c;
+  EXPECT_TRUE(testing::wait_until_idle(server.port(), std::chrono::milliseconds(10000)));
 }
 
 TEST(ServerOpenAiFields, NoSpecDecodeUsageWithoutASpeculator) {

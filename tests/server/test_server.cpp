@@ -50,6 +50,10 @@ TestServer::TestServer(TestServerOptions o) {
   eo.max_running = o.max_running;
   eo.max_batch_tokens = o.max_batch_tokens;
   eo.prefill_chunk = o.max_batch_tokens;
+  if (o.step_cost) {
+    eo.spec_schedule = SpecSchedule::kAdaptive;
+    eo.step_cost = o.step_cost;
+  }
   EngineLoopOptions lo;
   lo.max_waiting = o.max_waiting;
   lo.on_finished = [this](const FinishedRequest& r) { metrics_.observe(r); };

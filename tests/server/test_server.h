@@ -30,6 +30,7 @@ struct TestServerOptions {
   std::string speculator;            // "", "ngram" or a model directory
   std::function<std::unique_ptr<Proposer>()> make_proposer;  // overrides speculator when set
   int32_t num_spec_tokens = 4;      // 0 = the speculator's default
+  std::shared_ptr<const StepCostTable> step_cost;  // set: the adaptive schedule with this SPS(B)
   std::string served_model_name = "stories";
   size_t max_body_bytes = 1u << 20;
   double heartbeat_seconds = 2.0;

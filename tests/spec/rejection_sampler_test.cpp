@@ -320,6 +320,44 @@ TEST(RejectionSampler, GreedyAcceptsWhileDraftIsArgmax) {
   EXPECT_EQ(rng.next_u64(), untouched.next_u64());
 }
 
+// The coupled rule: y_j is the Gumbel-max draw of p_j at position first_position + j;
+// drafts are accepted while they equal it, the round emits y at the first mismatch or the
+// bonus y_L, and no Rng draw is used. Whatever the drafts, the emitted tokens are the y's.
+TEST(RejectionSampler, PositionKeyedEmitsThePlainDrawsWhateverTheDrafts) {
+  const int64_t vocab = 6;
+  const std::vector<float> row = {0.3f, 0.0f, 0.25f, 0.2f, 0.15f, 0.1f};
+  std::vector<float> p;  // [4, vocab]
+  for (int j = 0; j < 4; ++j) p.insert(p.end(), row.begin(), row.end());
+  RejectionSampler sampler(vocab);
+  Rng rng(7), untouched(7);
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const int64_t first = 40 + static_cast<int64_t>(seed % 5);
+    std::vector<int32_t> y;
+    for (int j = 0; j < 4; ++j) y.push_back(sample_gumbel_max(row.data(), vocab, seed, first + j));
+    VerifyInput in{{}, nullptr, p.data(), vocab, false};
+    in.position_keyed = true;
+    in.seed = seed;
+    in.first_position = first;
+    // All three drafts right: bonus y_3.
+    in.draft_tokens = std::span<const int32_t>(y.data(), 3);
+    VerifyResult r = sampler.verify(in, rng);
+    EXPECT_EQ(r.num_accepted, 3);
+    EXPECT_EQ(r.next_token, y[3]);
+    EXPECT_TRUE(r.is_bonus);
+    // Draft 1 wrong: y_0 accepted, y_1 emitted.
+    std::vector<int32_t> drafts = {y[0], (y[1] + 1) % 6, y[2]};
+    in.draft_tokens = drafts;
+    r = sampler.verify(in, rng);
+    EXPECT_EQ(r.num_accepted, 1);
+    EXPECT_EQ(r.next_token, y[1]);
+    EXPECT_FALSE(r.is_bonus);
+    // No drafts: the plain decoding draw.
+    in.draft_tokens = {};
+    EXPECT_EQ(sampler.verify(in, rng).next_token, y[0]);
+  }
+  EXPECT_EQ(rng.next_u64(), untouched.next_u64());
+}
+
 TEST(RejectionSampler, RejectsInvalidInput) {
   const int64_t vocab = 3;
   const std::vector<float> p(2 * vocab, 1.0f / 3);

@@ -5,9 +5,28 @@
 #include <numeric>
 #include <vector>
 
+#include "core/check.h"
 #include "kernels/sampling.h"
 
 namespace dspark::reference {
+
+// Every kept token's key log p + G, in double, no pruning; lowest id on ties.
+int32_t sample_gumbel_max(const float* probs, int64_t n, uint64_t seed, int64_t position) {
+  double best_key = -std::numeric_limits<double>::infinity();
+  int32_t best = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(probs[i] > 0.0f)) continue;
+    const double u = keyed_uniform(seed, position, static_cast<int32_t>(i));
+    const double gumbel = -std::log(-std::log(u));
+    const double key = std::log(static_cast<double>(probs[i])) + gumbel;
+    if (key > best_key) {
+      best_key = key;
+      best = static_cast<int32_t>(i);
+    }
+  }
+  DSPARK_CHECK(best >= 0, "sample_gumbel_max: no token has positive probability");
+  return best;
+}
 
 void to_probs(const float* logits, float* probs, int64_t vocab_size, const SamplingParams& params,
               std::span<const int32_t> history, int64_t num_prompt_tokens) {
