@@ -139,20 +139,25 @@ void LogitsProcessor::to_probs(const float* logits, float* probs, const Sampling
   const int64_t vocab = vocab_size_;
   float* w = work_.data();  // [vocab] adjusted logits
   for (int64_t i = 0; i < vocab; ++i) w[i] = clean(logits[i]);
-  if (params.uses_history()) {
-    for (const int32_t token : history) {
-      DSPARK_CHECK(token >= 0 && token < vocab, "sampling: history token {} outside [0, {})", token, vocab);
-    }
-  }
+  auto check = [vocab](int32_t token) {
+    DSPARK_CHECK(token >= 0 && token < vocab, "sampling: history token {} outside [0, {})", token, vocab);
+  };
   if (params.repetition_penalty != 1.0f) {
     // Computed from the original logit, so a token repeated in history is penalised once.
-    for (const int32_t token : history) w[token] = penalize(clean(logits[token]), params.repetition_penalty);
+    for (const int32_t token : history) {
+      check(token);
+      w[token] = penalize(clean(logits[token]), params.repetition_penalty);
+    }
   }
   if (params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f) {
     DSPARK_CHECK(num_prompt_tokens >= 0 && num_prompt_tokens <= static_cast<int64_t>(history.size()),
                  "sampling: {} prompt tokens in a history of {}", num_prompt_tokens, history.size());
     const std::span<const int32_t> output = history.subspan(static_cast<size_t>(num_prompt_tokens));
     int32_t* counts = counts_.data();
+    // Checked before any count moves, so a bad id cannot leave the scratch dirty.
+    if (params.repetition_penalty == 1.0f) {
+      for (const int32_t token : output) check(token);
+    }
     for (const int32_t token : output) ++counts[token];
     // Each distinct token once (its count is reset on first visit), in f32 as the
     // reference does: frequency term first, then presence.

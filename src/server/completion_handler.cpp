@@ -140,8 +140,7 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
     }
     ParsedRequest r = parse_request(request.body, endpoint);
     if (!r.model.empty() && r.model != model_name_) {
-      throw ApiError::not_found(fmt::format("The model '{}' does not exist; this server serves '{}'", r.model, model_name_),
-                                "model", "model_not_found");
+      throw ApiError::model_not_found(r.model, model_name_);
     }
     std::vector<int32_t> prompt = prompt_tokens(r);
     if (!r.max_tokens_given) {

@@ -153,9 +153,7 @@ class HttpServer::Impl {
     // Model ids may contain '/' ("org/name"), so the rest of the path is the id.
     server_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.matches[1] != options_.served_model_name) {
-        set_error(res, ApiError::not_found(fmt::format("The model '{}' does not exist; this server serves '{}'",
-                                                       req.matches[1].str(), options_.served_model_name),
-                                           "model", "model_not_found"));
+        set_error(res, ApiError::model_not_found(req.matches[1].str(), options_.served_model_name));
         return;
       }
       res.set_content(dump_json(model_object()), "application/json");

@@ -55,6 +55,8 @@ class ApiError : public std::exception {
 
   static ApiError bad_request(std::string message, std::string param = {}, std::string code = "invalid_value");
   static ApiError not_found(std::string message, std::string param = {}, std::string code = {});
+  // 404 for a request naming a model other than the served one.
+  static ApiError model_not_found(const std::string& requested, const std::string& served);
 
  private:
   int status_;

@@ -13,8 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-const char* type_name(const json& v) {
-  switch (v.type()) {
+// The JSON type of a value, in the words error messages use (json and ordered_json alike).
+const char* type_name(nlohmann::detail::value_t type) {
+  switch (type) {
     case json::value_t::null: return "null";
     case json::value_t::boolean: return "boolean";
     case json::value_t::number_integer:
@@ -27,8 +28,9 @@ const char* type_name(const json& v) {
   }
 }
 
-ApiError wrong_type(const std::string& field, const char* expected, const json& got) {
-  return ApiError::bad_request(fmt::format("'{}' must be {}, got {}", field, expected, type_name(got)), field,
+template <typename Json>
+ApiError wrong_type(const std::string& field, const char* expected, const Json& got) {
+  return ApiError::bad_request(fmt::format("'{}' must be {}, got {}", field, expected, type_name(got.type())), field,
                                "invalid_type");
 }
 
@@ -150,11 +152,11 @@ using ordered_json = nlohmann::ordered_json;
 // vLLM does for templates that expect a string).
 ordered_json message_content(const ordered_json& content, const std::string& field) {
   if (content.is_null() || content.is_string()) return content;
-  if (!content.is_array()) throw wrong_type(field, "a string or a list of content parts", json(content.type()));
+  if (!content.is_array()) throw wrong_type(field, "a string or a list of content parts", content);
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const ordered_json& part = content[i];
-    if (!part.is_object()) throw wrong_type(field, "a list of content parts (objects)", json(part.type()));
+    if (!part.is_object()) throw wrong_type(field, "a list of content parts (objects)", part);
     auto type = part.find("type");
     if (type != part.end() && !(type->is_string() && *type == "text")) {
       throw unsupported(field, fmt::format("content of type {}", type->dump()));
@@ -173,9 +175,9 @@ ordered_json message_content(const ordered_json& content, const std::string& fie
 void parse_tool_call_arguments(ordered_json& message, const std::string& field) {
   auto calls = message.find("tool_calls");
   if (calls == message.end() || calls->is_null()) return;
-  if (!calls->is_array()) throw wrong_type(field + ".tool_calls", "a list", json(calls->type()));
+  if (!calls->is_array()) throw wrong_type(field + ".tool_calls", "a list", *calls);
   for (ordered_json& call : *calls) {
-    if (!call.is_object()) throw wrong_type(field + ".tool_calls", "a list of objects", json(call.type()));
+    if (!call.is_object()) throw wrong_type(field + ".tool_calls", "a list of objects", call);
     auto function = call.find("function");
     if (function == call.end() || !function->is_object()) continue;
     auto arguments = function->find("arguments");
@@ -192,18 +194,18 @@ void parse_messages(const ordered_json& body, ParsedRequest& r) {
   if (it == body.end() || it->is_null()) {
     throw ApiError::bad_request("'messages' is required", "messages", "missing_required_parameter");
   }
-  if (!it->is_array()) throw wrong_type("messages", "a list of messages", json(it->type()));
+  if (!it->is_array()) throw wrong_type("messages", "a list of messages", *it);
   if (it->empty()) throw ApiError::bad_request("'messages' must not be empty", "messages");
   for (size_t i = 0; i < it->size(); ++i) {
     ordered_json m = (*it)[i];
     const std::string field = fmt::format("messages[{}]", i);
-    if (!m.is_object()) throw wrong_type(field, "an object", json(m.type()));
+    if (!m.is_object()) throw wrong_type(field, "an object", m);
     auto role = m.find("role");
     if (role == m.end() || role->is_null()) {
       throw ApiError::bad_request(fmt::format("'{}.role' is required", field), field + ".role",
                                   "missing_required_parameter");
     }
-    if (!role->is_string()) throw wrong_type(field + ".role", "a string", json(role->type()));
+    if (!role->is_string()) throw wrong_type(field + ".role", "a string", *role);
     const std::string name = role->get<std::string>();
     if (std::find(std::begin(kRoles), std::end(kRoles), name) == std::end(kRoles)) {
       throw ApiError::bad_request(fmt::format("'{}.role': unsupported role '{}'", field, name), field + ".role");
@@ -215,9 +217,9 @@ void parse_messages(const ordered_json& body, ParsedRequest& r) {
     r.chat.messages.push_back(std::move(m));
   }
   if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
-    if (!tools->is_array()) throw wrong_type("tools", "a list of tools", json(tools->type()));
+    if (!tools->is_array()) throw wrong_type("tools", "a list of tools", *tools);
     for (const ordered_json& tool : *tools) {
-      if (!tool.is_object()) throw wrong_type("tools", "a list of tool objects", json(tool.type()));
+      if (!tool.is_object()) throw wrong_type("tools", "a list of tool objects", tool);
     }
     if (!tools->empty()) r.chat.tools = *tools;
   }
@@ -228,11 +230,11 @@ void parse_messages(const ordered_json& body, ParsedRequest& r) {
     else if (*choice != "auto") throw unsupported("tool_choice", fmt::format("tool_choice {}", choice->dump()));
   }
   if (auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
-    if (!kwargs->is_object()) throw wrong_type("chat_template_kwargs", "an object", json(kwargs->type()));
+    if (!kwargs->is_object()) throw wrong_type("chat_template_kwargs", "an object", *kwargs);
     r.chat.template_kwargs = *kwargs;
   }
   if (auto add = body.find("add_generation_prompt"); add != body.end() && !add->is_null()) {
-    if (!add->is_boolean()) throw wrong_type("add_generation_prompt", "a boolean", json(add->type()));
+    if (!add->is_boolean()) throw wrong_type("add_generation_prompt", "a boolean", *add);
     r.chat.add_generation_prompt = add->get<bool>();
   }
 }

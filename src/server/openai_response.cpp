@@ -1,6 +1,8 @@
 // Response-building half of openai_protocol.h.
 #include "server/openai_protocol.h"
 
+#include <fmt/format.h>
+
 namespace dspark {
 namespace {
 
@@ -41,6 +43,11 @@ ApiError ApiError::bad_request(std::string message, std::string param, std::stri
 
 ApiError ApiError::not_found(std::string message, std::string param, std::string code) {
   return ApiError(404, std::move(message), "invalid_request_error", std::move(param), std::move(code));
+}
+
+ApiError ApiError::model_not_found(const std::string& requested, const std::string& served) {
+  return not_found(fmt::format("The model '{}' does not exist; this server serves '{}'", requested, served), "model",
+                   "model_not_found");
 }
 
 json make_choice(const ResponseContext& ctx, int64_t index, const std::string& text, FinishReason reason,

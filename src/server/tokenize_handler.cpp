@@ -20,10 +20,8 @@ json parse_object(std::string_view body) {
 void check_model(const json& body, const TokenizeContext& ctx) {
   auto it = body.find("model");
   if (it == body.end() || it->is_null()) return;
-  if (!it->is_string() || *it != ctx.model_name) {
-    throw ApiError::not_found(fmt::format("The model {} does not exist; this server serves '{}'", it->dump(), ctx.model_name),
-                              "model", "model_not_found");
-  }
+  if (!it->is_string()) throw ApiError::bad_request("'model' must be a string", "model", "invalid_type");
+  if (*it != ctx.model_name) throw ApiError::model_not_found(it->get<std::string>(), ctx.model_name);
 }
 
 }  // namespace

@@ -23,30 +23,15 @@
 namespace dspark {
 namespace {
 
+using testing::repetitive_prompt;
+
 const std::filesystem::path& target_dir() {
-  static const std::filesystem::path dir = [] {
-    testing::TinyModelSpec spec;
-    spec.num_layers = 2;
-    auto d = testing::write_tiny_model(spec, testing::make_temp_dir("request-options-target"));
-    testing::write_tiny_tokenizer(d, spec.vocab_size);
-    std::ofstream(d / "generation_config.json") << R"({"eos_token_id": 2})";
-    return d;
-  }();
+  static const std::filesystem::path dir = testing::write_tiny_engine_model("request-options-target", 1, 2);
   return dir;
 }
 
 std::unique_ptr<Transformer> load(int64_t max_sequences = 4) {
-  TransformerOptions o;
-  o.max_batch_tokens = 128;
-  o.max_sequences = max_sequences;
-  return Transformer::load(target_dir(), o);
-}
-
-std::vector<int32_t> repetitive_prompt(uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int32_t> p;
-  for (int j = 0; j < 30; ++j) p.push_back(static_cast<int32_t>(3 + (j % 6 == 0 ? rng.next_u64() % 90 : j % 4)));
-  return p;
+  return testing::load_tiny_engine_model(target_dir(), max_sequences);
 }
 
 GenerationOptions penalised_greedy(int64_t max_tokens) {

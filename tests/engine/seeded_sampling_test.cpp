@@ -23,37 +23,19 @@
 namespace dspark {
 namespace {
 
-std::filesystem::path write_model(uint64_t seed, int64_t layers, int64_t vocab, const std::string& name) {
-  testing::TinyModelSpec spec;
-  spec.vocab_size = vocab;
-  spec.num_layers = layers;
-  spec.seed = seed;
-  const auto dir = testing::write_tiny_model(spec, testing::make_temp_dir(name));
-  return testing::write_tiny_tokenizer(dir, vocab);
-}
+using testing::repetitive_prompt;
 
 const std::filesystem::path& target_dir() {
-  static const auto dir = write_model(1, 2, 97, "seeded-target");
+  static const auto dir = testing::write_tiny_engine_model("seeded-target", 1, 2, 97);
   return dir;
 }
 const std::filesystem::path& other_dir() {
-  static const auto dir = write_model(5, 1, 97, "seeded-other-draft");
+  static const auto dir = testing::write_tiny_engine_model("seeded-other-draft", 5, 1, 97);
   return dir;
 }
 
 std::unique_ptr<Transformer> load(const std::filesystem::path& dir, int64_t max_sequences = 4) {
-  TransformerOptions o;
-  o.max_batch_tokens = 128;
-  o.max_sequences = max_sequences;
-  return Transformer::load(dir, o);
-}
-
-// Prompts with repeated 4-grams, so that n-gram drafts happen.
-std::vector<int32_t> repetitive_prompt(uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int32_t> p;
-  for (int j = 0; j < 30; ++j) p.push_back(static_cast<int32_t>(3 + (j % 6 == 0 ? rng.next_u64() % 90 : j % 4)));
-  return p;
+  return testing::load_tiny_engine_model(dir, max_sequences);
 }
 
 GenerationOptions seeded(uint64_t seed, int64_t max_tokens) {
@@ -188,8 +170,8 @@ TEST(SeededSampling, OutputDistributionEqualsTarget) {
   constexpr int64_t kVocab = 5;
   constexpr int kLength = 3;
   constexpr int kSamples = 20000;
-  const auto stat_target = write_model(11, 2, kVocab, "seeded-stat-target");
-  const auto stat_draft = write_model(12, 1, kVocab, "seeded-stat-draft");
+  const auto stat_target = testing::write_tiny_engine_model("seeded-stat-target", 11, 2, kVocab);
+  const auto stat_draft = testing::write_tiny_engine_model("seeded-stat-draft", 12, 1, kVocab);
   auto target = load(stat_target, 16);
   const Tokenizer tok = Tokenizer::from_dir(stat_target);
   SamplingParams sp;

@@ -2,7 +2,33 @@
 
 #include <gtest/gtest.h>
 
+#include "core/rng.h"
+#include "support/tiny_models.h"
+
 namespace dspark::testing {
+
+std::filesystem::path write_tiny_engine_model(const std::string& name, uint64_t seed, int64_t layers,
+                                              int64_t vocab_size) {
+  TinyModelSpec spec;
+  spec.vocab_size = vocab_size;
+  spec.num_layers = layers;
+  spec.seed = seed;
+  return write_tiny_tokenizer(write_tiny_model(spec, make_temp_dir(name)), vocab_size);
+}
+
+std::unique_ptr<Transformer> load_tiny_engine_model(const std::filesystem::path& dir, int64_t max_sequences) {
+  TransformerOptions o;
+  o.max_batch_tokens = 128;
+  o.max_sequences = max_sequences;
+  return Transformer::load(dir, o);
+}
+
+std::vector<int32_t> repetitive_prompt(uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> p;
+  for (int j = 0; j < 30; ++j) p.push_back(static_cast<int32_t>(3 + (j % 6 == 0 ? rng.next_u64() % 90 : j % 4)));
+  return p;
+}
 
 GenerationOptions greedy(int64_t max_tokens) {
   GenerationOptions g;

@@ -4,11 +4,23 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/engine.h"
 
 namespace dspark::testing {
+
+// A tiny random model (TinyModelSpec defaults, vocab_size tokens, `layers` layers, weights
+// from `seed`) with a byte-level tokenizer of the same vocabulary, in a fresh temp dir.
+std::filesystem::path write_tiny_engine_model(const std::string& name, uint64_t seed, int64_t layers,
+                                              int64_t vocab_size = 97);
+// Loads it for an engine: batches of up to 128 tokens, max_sequences sequences.
+std::unique_ptr<Transformer> load_tiny_engine_model(const std::filesystem::path& dir, int64_t max_sequences = 4);
+// 30 tokens with repeated 4-grams (so that n-gram lookup finds drafts), varied by seed.
+std::vector<int32_t> repetitive_prompt(uint64_t seed);
 
 // Greedy decoding of exactly max_tokens tokens (EOS ignored).
 GenerationOptions greedy(int64_t max_tokens);
