@@ -157,6 +157,38 @@ std::optional<double> drafter_time_share(const std::optional<SpecCounters>& befo
   return drafter / total;
 }
 
+std::optional<PrefixCacheCounters> parse_prefix_cache_counters(std::string_view text) {
+  PrefixCacheCounters c;
+  bool has_queries = false, has_hits = false;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto add = [&](double& field, bool& found, std::initializer_list<std::string_view> names) {
+      for (std::string_view name : names) {
+        if (auto v = sample_value(line, name)) {
+          field += *v;
+          found = true;
+          return;
+        }
+      }
+    };
+    add(c.queries, has_queries,
+        {"dspark:prefix_cache_queries", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries"});
+    add(c.hits, has_hits, {"dspark:prefix_cache_hits", "vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits"});
+  }
+  if (!has_queries || !has_hits) return std::nullopt;
+  return c;
+}
+
+std::optional<double> prefix_cache_hit_rate(const std::optional<PrefixCacheCounters>& before,
+                                            const std::optional<PrefixCacheCounters>& after) {
+  if (!before || !after) return std::nullopt;
+  const double queries = after->queries - before->queries;
+  if (queries <= 0) return std::nullopt;
+  return (after->hits - before->hits) / queries;
+}
+
 std::string format_table(const std::vector<LevelResult>& levels) {
   std::string out = fmt::format("{:<16} {:>5} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>7} {:>6} {:>6} {:>7}\n",
                                 "level", "reqs", "fail", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50",
@@ -194,6 +226,8 @@ nlohmann::json to_json(const LevelResult& l) {
            l.mean_verified_length ? nlohmann::json(*l.mean_verified_length) : nlohmann::json(nullptr)},
           {"drafter_time_share",
            l.drafter_time_share ? nlohmann::json(*l.drafter_time_share) : nlohmann::json(nullptr)},
+          {"prefix_cache_hit_rate",
+           l.prefix_cache_hit_rate ? nlohmann::json(*l.prefix_cache_hit_rate) : nlohmann::json(nullptr)},
           {"first_error", l.first_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(l.first_error)}};
 }
 

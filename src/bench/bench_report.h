@@ -4,7 +4,8 @@
 // TPOT = (latency - TTFT) / (output_tokens - 1), the median inter-token latency (ITL, gaps
 // between token-carrying SSE chunks), output tokens/s and requests/s over the level's
 // wall time, the mean acceptance length tau = 1 + Δaccepted / Δdrafts and (dspark servers)
-// the mean verified length L from the server's Prometheus counters before and after the level.
+// the mean verified length L from the server's Prometheus counters before and after the level,
+// and the prefix-cache hit rate = Δhits / Δqueries (prompt tokens) when the server counts them.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@ struct RequestRecord {
   int64_t prompt_tokens = 0;    // from the usage block; 0 when the server sent none
   int64_t output_tokens = 0;    // usage block, else the number of text chunks
   std::vector<double> itl;      // seconds between consecutive text chunks
+  std::string text;             // the generated text (the chunks' text joined), for multi-turn prompts
 };
 
 struct LevelResult {
@@ -42,6 +44,7 @@ struct LevelResult {
   std::optional<double> tau;    // when the server exposes speculative-decoding counters
   std::optional<double> mean_verified_length;  // drafts verified per request-round (dspark servers)
   std::optional<double> drafter_time_share;    // of the engine's time: drafting + drafter context (dspark)
+  std::optional<double> prefix_cache_hit_rate; // prompt tokens found cached / looked up
   std::string first_error;      // one failure message, for the report
 };
 
@@ -79,6 +82,20 @@ std::optional<double> mean_verified_length(const std::optional<SpecCounters>& be
 // scrapes; nullopt without dspark's timing counters or without engine time in between.
 std::optional<double> drafter_time_share(const std::optional<SpecCounters>& before,
                                          const std::optional<SpecCounters>& after);
+
+// Prefix-cache counters in prompt tokens (vLLM's meaning): looked up, and found cached.
+struct PrefixCacheCounters {
+  double queries = 0;
+  double hits = 0;
+};
+
+// Reads dspark:prefix_cache_queries / dspark:prefix_cache_hits or vLLM's
+// vllm:prefix_cache_queries_total / ..._hits_total, summed over label sets; nullopt unless
+// the page has both.
+std::optional<PrefixCacheCounters> parse_prefix_cache_counters(std::string_view prometheus_text);
+// Δhits / Δqueries; nullopt without counters or without new queries.
+std::optional<double> prefix_cache_hit_rate(const std::optional<PrefixCacheCounters>& before,
+                                            const std::optional<PrefixCacheCounters>& after);
 
 std::string format_table(const std::vector<LevelResult>& levels);
 nlohmann::json to_json(const LevelResult& level);

@@ -23,13 +23,12 @@ std::string id_of(const nlohmann::json& r, const char* key, int64_t line) {
   return r[key].is_string() ? r[key].get<std::string>() : r[key].dump();
 }
 
-}  // namespace
-
-std::vector<DatasetPrompt> load_dataset(const std::filesystem::path& path, int64_t limit) {
+// Calls on_record(record, line number) for each non-blank line of a JSONL file, until it
+// returns false. Throws Error naming the file and line for malformed JSON or a non-object.
+template <typename OnRecord>
+void for_each_record(const std::filesystem::path& path, OnRecord on_record) {
   std::ifstream in(path);
   DSPARK_CHECK(in.good(), "cannot read dataset {}", path.string());
-  const std::string file_domain = domain_from_path(path);
-  std::vector<DatasetPrompt> out;
   std::string line;
   int64_t line_no = 0;
   while (std::getline(in, line)) {
@@ -42,6 +41,16 @@ std::vector<DatasetPrompt> load_dataset(const std::filesystem::path& path, int64
       DSPARK_FAIL("{}:{}: malformed JSON: {}", path.string(), line_no, e.what());
     }
     DSPARK_CHECK(r.is_object(), "{}:{}: expected a JSON object per line", path.string(), line_no);
+    if (!on_record(r, line_no)) break;
+  }
+}
+
+}  // namespace
+
+std::vector<DatasetPrompt> load_dataset(const std::filesystem::path& path, int64_t limit) {
+  const std::string file_domain = domain_from_path(path);
+  std::vector<DatasetPrompt> out;
+  for_each_record(path, [&](const nlohmann::json& r, int64_t line_no) {
     DatasetPrompt p;
     if (r.contains("question") && r.contains("answer")) {  // GSM8K
       p = {file_domain, id_of(r, "id", line_no), question(r["question"].get<std::string>())};
@@ -49,7 +58,7 @@ std::vector<DatasetPrompt> load_dataset(const std::filesystem::path& path, int64
       p = {file_domain, id_of(r, "task_id", line_no), r["prompt"].get<std::string>()};
     } else if (r.contains("task_id") && r.contains("text") && r.contains("code")) {  // MBPP
       const int64_t task = r["task_id"].get<int64_t>();
-      if (task < 11 || task > 510) continue;  // only the test split is for measurement
+      if (task < 11 || task > 510) return true;  // only the test split is for measurement
       p = {file_domain, std::to_string(task), "# " + r["text"].get<std::string>() + "\n"};
     } else if (r.contains("turns")) {  // MT-bench, Spec-Bench, AIME
       DSPARK_CHECK(r["turns"].is_array() && !r["turns"].empty(), "{}:{}: 'turns' must be a non-empty list",
@@ -63,8 +72,32 @@ std::vector<DatasetPrompt> load_dataset(const std::filesystem::path& path, int64
                   path.string(), line_no);
     }
     out.push_back(std::move(p));
-    if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
-  }
+    return limit <= 0 || static_cast<int64_t>(out.size()) < limit;
+  });
+  return out;
+}
+
+std::vector<Conversation> load_conversations(const std::filesystem::path& path, int64_t limit) {
+  const std::string file_domain = domain_from_path(path);
+  std::vector<Conversation> out;
+  for_each_record(path, [&](const nlohmann::json& r, int64_t line_no) {
+    auto turns = r.find("turns");
+    DSPARK_CHECK(turns != r.end(), "{}:{}: a conversation record needs \"turns\" (a list of user turns)",
+                 path.string(), line_no);
+    DSPARK_CHECK(turns->is_array() && !turns->empty(), "{}:{}: \"turns\" must be a non-empty list",
+                 path.string(), line_no);
+    Conversation c;
+    auto category = r.find("category");
+    c.domain = category != r.end() && category->is_string() ? category->get<std::string>() : file_domain;
+    c.id = id_of(r, "question_id", line_no);
+    for (const nlohmann::json& t : *turns) {
+      DSPARK_CHECK(t.is_string(), "{}:{}: every turn must be a string, got {}", path.string(), line_no,
+                   t.dump().substr(0, 80));
+      c.turns.push_back(t.get<std::string>());
+    }
+    out.push_back(std::move(c));
+    return limit <= 0 || static_cast<int64_t>(out.size()) < limit;
+  });
   return out;
 }
 

@@ -98,7 +98,8 @@ RequestRecord send_once(httplib::Client& client, const std::string& path, const 
       if (rec.error.empty()) rec.error = fmt::format("server error in stream: {}", e->dump());
       return;
     }
-    if (!chunk_text(chunk).empty()) {
+    if (std::string text = chunk_text(chunk); !text.empty()) {
+      rec.text += text;
       const double now = now_seconds();
       if (text_chunks == 0) rec.ttft = now - start;
       else rec.itl.push_back(now - last_chunk);
@@ -180,13 +181,19 @@ const std::string& LoadGenerator::prompt_at(int64_t i) const {
 }
 
 std::string LoadGenerator::request_body(const std::string& prompt) const {
+  if (options_.endpoint == "chat") {
+    return request_body_with({{"messages", json::array({{{"role", "user"}, {"content", prompt}}})}});
+  }
+  return request_body_with({{"prompt", prompt}});
+}
+
+std::string LoadGenerator::request_body_with(json input) const {
   json body = {{"model", options_.model},
                {"max_tokens", options_.max_tokens},
                {"temperature", options_.temperature},
                {"stream", true},
                {"stream_options", {{"include_usage", true}}}};
-  if (options_.endpoint == "chat") body["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
-  else body["prompt"] = prompt;
+  body.update(input);
   if (options_.ignore_eos) body["ignore_eos"] = true;
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -210,13 +217,27 @@ RequestRecord LoadGenerator::send(const std::string& prompt) const {
                    request_body(prompt));
 }
 
+RequestRecord LoadGenerator::send_chat(const std::vector<ChatMessage>& messages) const {
+  json history = json::array();
+  for (const ChatMessage& m : messages) history.push_back({{"role", m.role}, {"content", m.content}});
+  auto client = make_client(host_, options_.timeout_s);
+  return send_with(*client, api_base_ + "/chat/completions", request_body_with({{"messages", std::move(history)}}));
+}
+
 RequestRecord LoadGenerator::warm_up() { return send(prompt_at(0)); }
 
-std::optional<SpecCounters> LoadGenerator::scrape_spec_counters() const {
+ServerCounters LoadGenerator::scrape_counters() const {
   auto client = make_client(host_, 30);
   auto result = client->Get("/metrics");
-  if (!result || result->status != 200) return std::nullopt;
-  return parse_spec_counters(result->body);
+  if (!result || result->status != 200) return {};
+  return {parse_spec_counters(result->body), parse_prefix_cache_counters(result->body)};
+}
+
+void LoadGenerator::add_counters(LevelResult& result, const ServerCounters& before, const ServerCounters& after) {
+  result.tau = mean_acceptance_length(before.spec, after.spec);
+  result.mean_verified_length = mean_verified_length(before.spec, after.spec);
+  result.drafter_time_share = drafter_time_share(before.spec, after.spec);
+  result.prefix_cache_hit_rate = prefix_cache_hit_rate(before.prefix_cache, after.prefix_cache);
 }
 
 LevelResult LoadGenerator::run_closed_loop(int64_t concurrency, int64_t num_requests, const ProgressCallback& progress) {
@@ -226,7 +247,7 @@ LevelResult LoadGenerator::run_closed_loop(int64_t concurrency, int64_t num_requ
   std::vector<RequestRecord> records(static_cast<size_t>(num_requests));
   std::atomic<int64_t> next{0};
   Progress report(progress, num_requests);
-  const auto before = scrape_spec_counters();
+  const ServerCounters before = scrape_counters();
   const double start = now_seconds();
   std::vector<std::thread> workers;
   for (int64_t w = 0; w < std::min(concurrency, num_requests); ++w) {
@@ -241,10 +262,7 @@ LevelResult LoadGenerator::run_closed_loop(int64_t concurrency, int64_t num_requ
   for (auto& t : workers) t.join();
   const double duration = now_seconds() - start;
   LevelResult result = summarize("concurrency", static_cast<double>(concurrency), records, duration);
-  const auto after = scrape_spec_counters();
-  result.tau = mean_acceptance_length(before, after);
-  result.mean_verified_length = mean_verified_length(before, after);
-  result.drafter_time_share = drafter_time_share(before, after);
+  add_counters(result, before, scrape_counters());
   return result;
 }
 
@@ -256,7 +274,7 @@ LevelResult LoadGenerator::run_open_loop(double rate, int64_t num_requests, cons
   Progress report(progress, num_requests);
   std::mt19937_64 rng(options_.seed ^ 0x9e3779b97f4a7c15ull);
   std::exponential_distribution<double> gap(rate);
-  const auto before = scrape_spec_counters();
+  const ServerCounters before = scrape_counters();
   const auto t0 = std::chrono::steady_clock::now();
   const double start = now_seconds();
   double arrival = 0;
@@ -274,10 +292,7 @@ LevelResult LoadGenerator::run_open_loop(double rate, int64_t num_requests, cons
   for (auto& t : senders) t.join();
   const double duration = now_seconds() - start;
   LevelResult result = summarize("rate", rate, records, duration);
-  const auto after = scrape_spec_counters();
-  result.tau = mean_acceptance_length(before, after);
-  result.mean_verified_length = mean_verified_length(before, after);
-  result.drafter_time_share = drafter_time_share(before, after);
+  add_counters(result, before, scrape_counters());
   return result;
 }
 

@@ -13,7 +13,9 @@
 //                however many are in flight.
 // A level sends num_requests requests taking prompts in a fixed shuffled order (seeded),
 // the same order for every level. The server's Prometheus page is read before and after
-// each level for the mean acceptance length tau.
+// each level for the mean acceptance length tau and the prefix-cache hit rate.
+// send() and send_chat() are single requests for other drivers (bench/multi_turn.h); each
+// record keeps the generated text.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,18 @@ struct LoadOptions {
   void validate() const;  // throws Error naming the bad field
 };
 
+// One message of a chat history (send_chat).
+struct ChatMessage {
+  std::string role;     // "system", "user" or "assistant"
+  std::string content;
+};
+
+// Counters read from the server's /metrics page; each nullopt when the page lacks them.
+struct ServerCounters {
+  std::optional<SpecCounters> spec;
+  std::optional<PrefixCacheCounters> prefix_cache;
+};
+
 // Called after every finished request of a level: (done, failed, total).
 using ProgressCallback = std::function<void(int64_t done, int64_t failed, int64_t total)>;
 
@@ -56,15 +70,25 @@ class LoadGenerator {
   LevelResult run_closed_loop(int64_t concurrency, int64_t num_requests, const ProgressCallback& progress = {});
   LevelResult run_open_loop(double rate, int64_t num_requests, const ProgressCallback& progress = {});
 
-  // One streaming request (blocking); never throws.
+  // One streaming request (blocking) on a fresh connection; never throws. With the chat
+  // endpoint the prompt is sent as one user message.
   RequestRecord send(const std::string& prompt) const;
+  // One streaming request with a whole chat history to the chat endpoint (whatever
+  // options.endpoint says); never throws.
+  RequestRecord send_chat(const std::vector<ChatMessage>& messages) const;
+  // The server's counters; both nullopt when it has no /metrics page.
+  ServerCounters scrape_counters() const;
   // The server's speculative-decoding counters, or nullopt (no /metrics, or none there).
-  std::optional<SpecCounters> scrape_spec_counters() const;
+  std::optional<SpecCounters> scrape_spec_counters() const { return scrape_counters().spec; }
 
   const LoadOptions& options() const { return options_; }
 
  private:
   std::string request_body(const std::string& prompt) const;
+  // The streaming request body around `input` ({"prompt": ...} or {"messages": ...}).
+  std::string request_body_with(nlohmann::json input) const;
+  // Fills the level's rates from the counters scraped before and after it.
+  static void add_counters(LevelResult& result, const ServerCounters& before, const ServerCounters& after);
   const std::string& prompt_at(int64_t i) const;
 
   LoadOptions options_;

@@ -3,6 +3,9 @@
 // request rate) sends --num-prompts streaming requests and reports TTFT, TPOT, ITL,
 // output tokens/s, requests/s and tau (bench/bench_report.h). A table goes to stdout, a
 // progress line to stderr, and with --json the same numbers to a file.
+// --multi-turn sends whole conversations instead (bench/multi_turn.h): every turn after the
+// first repeats the conversation so far, and the table is per turn with the server's
+// prefix-cache hit rate.
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -13,6 +16,7 @@
 
 #include "bench/dataset.h"
 #include "bench/load_generator.h"
+#include "bench/multi_turn.h"
 #include "cli/commands.h"
 #include "core/check.h"
 #include "core/clock.h"
@@ -29,6 +33,7 @@ struct BenchArgs {
   int64_t num_prompts = 64;
   std::string json_path;
   bool no_warm_up = false;
+  bool multi_turn = false;
 };
 
 ProgressCallback progress_line(const std::string& label) {
@@ -45,8 +50,73 @@ ProgressCallback progress_line(const std::string& label) {
   };
 }
 
+void write_json(const std::string& path, const nlohmann::json& value) {
+  std::ofstream out(path);
+  DSPARK_CHECK(out.good(), "cannot write {}", path);
+  // Generated texts (multi-turn answers) may hold invalid UTF-8; replace rather than fail.
+  out << value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+// --multi-turn: every conversation of the datasets at each concurrency level. Levels after
+// the first run conversations the server has already seen (and may have cached).
+void run_multi_turn_bench(BenchArgs& args) {
+  DSPARK_CHECK(args.rates.empty(), "--multi-turn runs closed-loop levels only (--concurrency), not --request-rate");
+  if (args.concurrency.empty()) args.concurrency = {1};
+  for (int64_t c : args.concurrency) DSPARK_CHECK(c >= 1, "--concurrency levels must be >= 1, got {}", c);
+
+  std::vector<Conversation> conversations;
+  for (const std::string& path : args.datasets) {
+    for (Conversation& c : load_conversations(path, args.dataset_limit)) conversations.push_back(std::move(c));
+  }
+  DSPARK_CHECK(!conversations.empty(), "the datasets hold no conversations");
+  std::vector<std::string> first_turns;
+  for (const Conversation& c : conversations) first_turns.push_back(multi_turn_prompt(c, {}));
+  LoadGenerator generator(args.load, std::move(first_turns));
+  generator.resolve_model();
+  const LoadOptions& o = generator.options();
+  std::fprintf(stderr, "[bench] multi-turn: %s %s, model '%s', %zu conversations, max_tokens %lld, temperature %g\n",
+               o.url.c_str(), o.endpoint.c_str(), o.model.c_str(), conversations.size(),
+               static_cast<long long>(o.max_tokens), o.temperature);
+  if (!args.no_warm_up) {
+    // Not a dataset prompt, so that no conversation's history is cached before it is measured.
+    const RequestRecord warm = generator.send("Question: What is a warm-up?\nAnswer:");
+    DSPARK_CHECK(warm.ok, "the warm-up request failed: {}", warm.error);
+  }
+
+  nlohmann::json levels = nlohmann::json::array();
+  for (int64_t c : args.concurrency) {
+    const MultiTurnResult r =
+        run_multi_turn(generator, conversations, c, progress_line(fmt::format("multi-turn concurrency {}", c)));
+    std::fprintf(stderr, "\n");
+    std::fputs(format_multi_turn_table(r).c_str(), stdout);
+    std::fflush(stdout);
+    for (const TurnSummary& t : r.turns) {
+      if (t.num_failed == 0) continue;
+      std::fprintf(stderr, "[bench] turn %lld: first failure: %s\n", static_cast<long long>(t.turn),
+                   t.first_error.c_str());
+    }
+    levels.push_back(to_json(r));
+  }
+  if (!args.json_path.empty()) {
+    write_json(args.json_path, {{"mode", "multi_turn"},
+                                {"url", o.url},
+                                {"endpoint", o.endpoint},
+                                {"model", o.model},
+                                {"max_tokens", o.max_tokens},
+                                {"temperature", o.temperature},
+                                {"ignore_eos", o.ignore_eos},
+                                {"num_conversations", conversations.size()},
+                                {"datasets", args.datasets},
+                                {"levels", levels}});
+  }
+}
+
 void run_bench(BenchArgs& args) {
   DSPARK_CHECK(!args.datasets.empty(), "give at least one --dataset");
+  if (args.multi_turn) {
+    run_multi_turn_bench(args);
+    return;
+  }
   DSPARK_CHECK(args.num_prompts >= 1, "--num-prompts must be >= 1, got {}", args.num_prompts);
   DSPARK_CHECK(args.concurrency.empty() || args.rates.empty(), "give --concurrency or --request-rate, not both");
   if (args.concurrency.empty() && args.rates.empty()) args.concurrency = {1};
@@ -84,20 +154,16 @@ void run_bench(BenchArgs& args) {
   if (!args.json_path.empty()) {
     nlohmann::json levels = nlohmann::json::array();
     for (const LevelResult& l : results) levels.push_back(to_json(l));
-    std::ofstream out(args.json_path);
-    DSPARK_CHECK(out.good(), "cannot write {}", args.json_path);
-    out << nlohmann::json{{"url", o.url},
-                          {"endpoint", o.endpoint},
-                          {"model", o.model},
-                          {"max_tokens", o.max_tokens},
-                          {"temperature", o.temperature},
-                          {"ignore_eos", o.ignore_eos},
-                          {"num_prompts", args.num_prompts},
-                          {"seed", o.seed},
-                          {"datasets", args.datasets},
-                          {"levels", levels}}
-               .dump(2)
-        << "\n";
+    write_json(args.json_path, {{"url", o.url},
+                                {"endpoint", o.endpoint},
+                                {"model", o.model},
+                                {"max_tokens", o.max_tokens},
+                                {"temperature", o.temperature},
+                                {"ignore_eos", o.ignore_eos},
+                                {"num_prompts", args.num_prompts},
+                                {"seed", o.seed},
+                                {"datasets", args.datasets},
+                                {"levels", levels}});
   }
 }
 
@@ -122,6 +188,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--timeout", args->load.timeout_s, "Per-request timeout in seconds")->capture_default_str();
   cmd->add_option("--json", args->json_path, "Also write the results as JSON here");
   cmd->add_flag("--no-warm-up", args->no_warm_up, "Skip the unmeasured first request");
+  cmd->add_flag("--multi-turn", args->multi_turn,
+                "Send whole conversations (MT-bench 'turns'), each turn repeating the earlier ones with their "
+                "answers; report per turn and the prefix-cache hit rate (--num-prompts, --seed unused)");
   cmd->callback([args] { run_bench(*args); });
 }
 

@@ -45,6 +45,8 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
       ->check(CLI::IsMember({"fixed", "adaptive"}))
       ->capture_default_str();
   cmd->add_flag("--reprofile", a.reprofile, "Measure the step-cost profile again (adaptive schedule)");
+  cmd->add_flag("--no-prefix-caching", a.no_prefix_caching,
+                "Compute every prompt in full instead of reusing the KV blocks of prefixes computed before");
 }
 
 void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
@@ -144,6 +146,7 @@ EngineOptions engine_options(const ModelArgs& a, int64_t max_running) {
   e.max_batch_tokens = a.max_batch_tokens;
   e.prefill_chunk = a.max_batch_tokens;
   e.kv_dtype = parse_dtype(a.kv_dtype);
+  e.enable_prefix_caching = !a.no_prefix_caching;
   return e;
 }
 

@@ -29,6 +29,7 @@ struct ModelArgs {
   int64_t max_batch_tokens = 256;  // tokens per forward (prefill chunk)
   std::string spec_schedule = "adaptive";  // fixed | adaptive (prefix scheduler)
   bool reprofile = false;          // measure SPS(B) again instead of using the cached profile
+  bool no_prefix_caching = false;  // --no-prefix-caching: every prompt computed in full
 };
 
 struct LoadedModel {

@@ -12,15 +12,16 @@
 namespace dspark {
 namespace {
 
-int64_t default_num_blocks(const EngineOptions& o, int64_t max_model_len) {
-  const int64_t per_sequence = (max_model_len + o.block_size - 1) / o.block_size + 1;
+// max_positions: the context plus the drafts one verification may write past it.
+int64_t default_num_blocks(const EngineOptions& o, int64_t max_positions) {
+  const int64_t per_sequence = (max_positions + o.block_size - 1) / o.block_size + 1;
   return o.max_running * per_sequence;
 }
 
-KvPoolOptions kv_pool_options(const EngineOptions& o, int64_t max_model_len) {
+KvPoolOptions kv_pool_options(const EngineOptions& o, int64_t max_positions) {
   KvPoolOptions kv;
   kv.block_size = o.block_size;
-  kv.num_blocks = o.num_kv_blocks > 0 ? o.num_kv_blocks : default_num_blocks(o, max_model_len);
+  kv.num_blocks = o.num_kv_blocks > 0 ? o.num_kv_blocks : default_num_blocks(o, max_positions);
   kv.dtype = o.kv_dtype;
   return kv;
 }
@@ -51,7 +52,8 @@ Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptio
       tokenizer_(tokenizer),
       options_((options.validate(model), options)),
       proposer_(std::move(proposer)),
-      kv_(model.config(), kv_pool_options(options_, model.max_model_len())),
+      kv_(model.config(),
+          kv_pool_options(options_, model.max_model_len() + (proposer_ ? proposer_->num_speculative_tokens() : 0))),
       allocator_(kv_.num_blocks()),
       logits_processor_(model.config().vocab_size),
       rejection_sampler_(model.config().vocab_size),
@@ -81,10 +83,19 @@ Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptio
   chosen_lengths_.reserve(options_.max_running);
   deciding_.reserve(options_.max_running);
   drafter_cost_ = DrafterCost(options_.max_running);
-  if (proposer_ && proposer_->capabilities().needs_target_hidden_states) {
+  const bool observes = proposer_ && proposer_->capabilities().needs_target_hidden_states;
+  if (observes) {
     DSPARK_CHECK(model.options().capture_layers == proposer_->target_layers(),
                  "the proposer needs the target's hidden states of layers [{}], but the target captures [{}]",
                  fmt::join(proposer_->target_layers(), ", "), fmt::join(model.options().capture_layers, ", "));
+  }
+  if (options_.enable_prefix_caching) {
+    prefix_cache_ = std::make_unique<PrefixCache>(kv_.num_blocks(), kv_.block_size());
+    if (observes) {
+      captured_states_ = std::make_unique<CapturedStates>(
+          kv_.num_blocks(), kv_.block_size(), static_cast<int64_t>(model.options().capture_layers.size()),
+          model.config().hidden_size);
+    }
   }
 }
 
@@ -116,6 +127,7 @@ EngineStats Engine::stats() const {
   s.num_waiting = static_cast<int64_t>(waiting_.size());
   s.kv_blocks_used = allocator_.num_used();
   s.kv_blocks_total = allocator_.num_blocks();
+  s.kv_blocks_cached = allocator_.num_cached();
   return s;
 }
 
@@ -320,8 +332,8 @@ void Engine::schedule() {
   // Then admit waiting requests (FIFO) while there is budget, a free slot and KV room.
   while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < options_.max_running) {
     Request& r = *waiting_.front();
-    const int64_t num_real = std::min({r.num_uncomputed(), options_.prefill_chunk, budget});
-    if (!r.blocks.reserve(r.num_computed + num_real, kv_.block_size(), allocator_)) break;  // no preemption for admission
+    const int64_t num_real = admit(r, budget);
+    if (num_real == 0) break;  // no preemption for admission
     r.state = RequestState::kRunning;
     r.slot = free_slots_.back();
     free_slots_.pop_back();
@@ -331,6 +343,33 @@ void Engine::schedule() {
     row += static_cast<int32_t>(num_real);
     budget -= num_real;
   }
+}
+
+int64_t Engine::admit(Request& r, int64_t budget) {
+  if (prefix_cache_) r.num_computed = prefix_cache_->attach(r.tokens, r.blocks, r.prefix_keys, allocator_);
+  const int64_t num_real = std::min({r.num_uncomputed(), options_.prefill_chunk, budget});
+  if (!r.blocks.reserve(r.num_computed + num_real, kv_.block_size(), allocator_)) {
+    r.blocks.release_all(allocator_);
+    r.num_computed = 0;
+    return 0;
+  }
+  if (r.num_cached_prompt_tokens < 0) {
+    // Counted at the first admission only: a preempted request finding its own blocks
+    // again is not a prompt served from the cache.
+    r.num_cached_prompt_tokens = std::min(r.num_computed, r.num_prompt_tokens);
+    counters_.prefix_cache_queries += r.num_prompt_tokens;
+    counters_.prefix_cache_hits += r.num_cached_prompt_tokens;
+  }
+  r.num_unobserved = r.num_computed;
+  return num_real;
+}
+
+void Engine::show_cached_prefix(Request& r) {
+  if (r.num_unobserved == 0) return;
+  for (int64_t b = 0; b < r.num_unobserved / kv_.block_size(); ++b) {
+    committed_.push_back(captured_states_->block(r.slot, r.blocks, b));
+  }
+  r.num_unobserved = 0;
 }
 
 void Engine::run_forward_and_commit() {
@@ -362,6 +401,13 @@ void Engine::run_forward_and_commit() {
     const int32_t start = static_cast<int32_t>(r.num_computed);
     const int32_t slot = r.slot;
     const bool reaches_end = r.num_computed + s.num_real == static_cast<int64_t>(r.tokens.size());
+    if (captured_states_) {
+      // Every fed row, drafts too: rejected ones lie beyond num_computed, where they are
+      // overwritten before any block holding them is cached (as for the K/V).
+      captured_states_->store(r.blocks, start, s.num_real + s.num_drafts,
+                              result.hidden_layer(0) + static_cast<int64_t>(s.first_row) * model_.config().hidden_size,
+                              result.hidden_stride);
+    }
     if (!reaches_end) {
       r.num_computed += s.num_real;  // a prefill chunk; nothing to sample yet
     } else {
@@ -376,7 +422,11 @@ void Engine::run_forward_and_commit() {
       }
       logit_row += s.num_drafts + 1;
     }
+    if (prefix_cache_ && r.state != RequestState::kFinished) {
+      prefix_cache_->insert(r.tokens, r.num_computed, r.blocks, r.prefix_keys, allocator_);
+    }
     if (observe && r.state != RequestState::kFinished) {
+      if (captured_states_) show_cached_prefix(r);
       // Rows of this request whose positions are now committed: the fed real tokens and
       // the accepted drafts (num_computed has moved past exactly those).
       CommittedHiddenStates c;
@@ -519,12 +569,18 @@ void Engine::finish(Request& r, FinishReason reason, RequestOutput& out) {
   out.finished = true;
   out.finish_reason = reason;
   out.prompt_tokens = r.num_prompt_tokens;
+  out.cached_prompt_tokens = std::max<int64_t>(r.num_cached_prompt_tokens, 0);
   out.output_tokens = r.num_output_tokens();
   out.spec_metrics = &r.spec_metrics;
 }
 
 void Engine::release(Request& r) {
+  // What it computed stays cached for later requests, unless it failed mid-step (its
+  // bookkeeping may then be behind what was written).
+  const bool failed = r.state == RequestState::kFinished && r.finish_reason == FinishReason::kError;
+  if (prefix_cache_ && !failed) prefix_cache_->insert(r.tokens, r.num_computed, r.blocks, r.prefix_keys, allocator_);
   r.blocks.release_all(allocator_);
+  r.prefix_keys.num_offered = 0;
   if (r.slot >= 0) {
     if (proposer_) proposer_->release(r.slot);
     free_slots_.push_back(r.slot);
@@ -548,6 +604,7 @@ GenerationResult generate_one(Engine& engine, std::vector<int32_t> prompt, const
       done = true;
       result.finish_reason = out.finish_reason;
       result.error = out.error;
+      result.cached_prompt_tokens = out.cached_prompt_tokens;
       if (out.spec_metrics) result.spec_metrics = *out.spec_metrics;
     }
   });

@@ -24,7 +24,9 @@
 #include <memory>
 #include <vector>
 
+#include "engine/captured_states.h"
 #include "engine/generation.h"
+#include "engine/prefix_cache.h"
 #include "engine/request.h"
 #include "kernels/sampling.h"
 #include "model/kv_pool.h"
@@ -52,6 +54,7 @@ struct EngineOptions {
   int64_t num_kv_blocks = 0;       // 0 = enough for max_running sequences of full length
   DType kv_dtype = DType::kF32;    // KV cache storage
   int64_t max_waiting = 1024;      // queue limit; add_request refuses beyond it
+  bool enable_prefix_caching = true;  // share computed KV blocks between requests (engine/prefix_cache.h)
   SpecSchedule spec_schedule = SpecSchedule::kFixed;
   std::shared_ptr<const StepCostTable> step_cost;  // SPS(B); required for kAdaptive
 
@@ -83,6 +86,9 @@ struct EngineStats {
   int64_t kv_blocks_total = 0;
   int64_t num_steps = 0;
   int64_t num_preemptions = 0;
+  int64_t kv_blocks_cached = 0;      // blocks holding a cached prefix (in use or evictable)
+  int64_t prefix_cache_queries = 0;  // prompt tokens of admitted requests (looked up once each)
+  int64_t prefix_cache_hits = 0;     // of those, tokens whose KV came from the cache
 };
 
 class Engine {
@@ -131,6 +137,13 @@ class Engine {
   void expected_survival(std::vector<double>& out) const;
   void schedule();
   void preempt(Request& victim);
+  // Admission of a waiting request (it holds no blocks): takes the longest cached prefix
+  // of its tokens (with prefix caching) and reserves KV for its first chunk of at most
+  // `budget` tokens. Returns the chunk's length, or 0 (holding nothing) when it does not fit.
+  int64_t admit(Request& request, int64_t budget);
+  // The request's cached-prefix positions, replayed to a hidden-state proposer before its
+  // first computed rows.
+  void show_cached_prefix(Request& request);
   void run_forward_and_commit();
   // logits: [num_drafts + 1, vocab]. decoding_round: the request fed only its anchor (and
   // drafts), as opposed to the last chunk of a prefill.
@@ -152,6 +165,8 @@ class Engine {
   std::unique_ptr<Proposer> proposer_;
   KvPool kv_;
   BlockAllocator allocator_;
+  std::unique_ptr<PrefixCache> prefix_cache_;        // null without prefix caching
+  std::unique_ptr<CapturedStates> captured_states_;  // prefix caching for a hidden-state proposer
   LogitsProcessor logits_processor_;
   RejectionSampler rejection_sampler_;
   SpecDecodeMetrics spec_metrics_;

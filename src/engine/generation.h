@@ -52,6 +52,7 @@ struct GenerationResult {
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;                    // set when finish_reason is kError
   int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;     // of those, served from the prefix cache
   double ttft_seconds = 0;              // arrival -> first generated token
   double total_seconds = 0;             // arrival -> finished
   SpecDecodeMetrics spec_metrics;       // this request's drafts and acceptances

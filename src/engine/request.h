@@ -19,6 +19,7 @@
 #include "core/rng.h"
 #include "model/block_allocator.h"
 #include "engine/generation.h"
+#include "engine/prefix_cache.h"
 #include "engine/text_stream.h"
 #include "model/tokenizer.h"
 #include "spec/spec_metrics.h"
@@ -35,6 +36,7 @@ struct RequestOutput {
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;                   // non-empty when the request failed
   int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;    // prompt tokens whose KV came from the prefix cache
   int64_t output_tokens = 0;           // total so far
   const SpecDecodeMetrics* spec_metrics = nullptr;  // the request's own counts; set when finished
 };
@@ -57,6 +59,9 @@ struct Request {
   std::vector<int32_t> tokens;         // prompt + committed output
   int64_t num_computed = 0;            // leading tokens whose KV is cached
   BlockTable blocks;
+  PrefixKeys prefix_keys;              // prefix caching: the keys of its full blocks
+  int64_t num_cached_prompt_tokens = -1;  // prompt positions the cache gave at first admission; -1 before
+  int64_t num_unobserved = 0;          // cached positions not yet shown to a hidden-state proposer
 
   Rng rng;                             // target sampling and verification
   Rng draft_rng;                       // the drafter's own stream

@@ -31,6 +31,7 @@ struct StreamUpdate {
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;                // non-empty when the request failed
   int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0; // of those, served from the prefix cache; set when finished
   int64_t output_tokens = 0;        // total so far
   SpecDecodeMetrics spec_metrics;   // the request's own drafts and acceptances; set when finished
 

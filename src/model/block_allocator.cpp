@@ -4,24 +4,79 @@
 
 namespace dspark {
 
-BlockAllocator::BlockAllocator(int64_t num_blocks) : num_blocks_(num_blocks), used_(num_blocks, 0) {
+BlockAllocator::BlockAllocator(int64_t num_blocks)
+    : num_blocks_(num_blocks),
+      refs_(num_blocks, 0),
+      has_key_(num_blocks, 0),
+      key_(num_blocks, 0),
+      prev_(num_blocks, kNone),
+      next_(num_blocks, kNone) {
   DSPARK_CHECK(num_blocks > 0, "need at least one KV block, got {}", num_blocks);
   free_.reserve(num_blocks);
   for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }
 
 int32_t BlockAllocator::allocate() {
-  if (free_.empty()) return -1;
-  const int32_t block = free_.back();
-  free_.pop_back();
-  used_[block] = 1;
+  int32_t block = kNone;
+  if (!free_.empty()) {
+    block = free_.back();
+    free_.pop_back();
+  } else if (lru_head_ != kNone) {
+    block = lru_head_;
+    unlink_evictable(block);
+    block_of_key_.erase(key_[block]);
+    has_key_[block] = 0;
+    ++num_evictions_;
+  } else {
+    return kNone;
+  }
+  refs_[block] = 1;
   return block;
 }
 
 void BlockAllocator::release(int32_t block) {
-  DSPARK_CHECK(block >= 0 && block < num_blocks_ && used_[block], "releasing block {} that is not allocated", block);
-  used_[block] = 0;
-  free_.push_back(block);
+  DSPARK_CHECK(block >= 0 && block < num_blocks_ && refs_[block] > 0, "releasing block {} that is not allocated", block);
+  if (--refs_[block] > 0) return;
+  if (!has_key_[block]) {
+    free_.push_back(block);
+    return;
+  }
+  // Evictable, most recently released last.
+  prev_[block] = lru_tail_;
+  next_[block] = kNone;
+  if (lru_tail_ != kNone) next_[lru_tail_] = block;
+  else lru_head_ = block;
+  lru_tail_ = block;
+  ++num_evictable_;
+}
+
+void BlockAllocator::retain(int32_t block) {
+  DSPARK_CHECK(block >= 0 && block < num_blocks_ && (refs_[block] > 0 || has_key_[block]),
+               "retaining block {} that is neither in use nor cached", block);
+  if (refs_[block]++ == 0) unlink_evictable(block);
+}
+
+bool BlockAllocator::set_key(int32_t block, uint64_t key) {
+  DSPARK_CHECK(block >= 0 && block < num_blocks_ && refs_[block] > 0, "caching block {} that is not in use", block);
+  if (has_key_[block] || block_of_key_.count(key)) return false;
+  block_of_key_.emplace(key, block);
+  key_[block] = key;
+  has_key_[block] = 1;
+  return true;
+}
+
+int32_t BlockAllocator::find(uint64_t key) const {
+  const auto it = block_of_key_.find(key);
+  return it == block_of_key_.end() ? kNone : it->second;
+}
+
+void BlockAllocator::unlink_evictable(int32_t block) {
+  if (prev_[block] != kNone) next_[prev_[block]] = next_[block];
+  else lru_head_ = next_[block];
+  if (next_[block] != kNone) prev_[next_[block]] = prev_[block];
+  else lru_tail_ = prev_[block];
+  prev_[block] = next_[block] = kNone;
+  --num_evictable_;
 }
 
 bool BlockTable::reserve(int64_t num_positions, int64_t block_size, BlockAllocator& allocator) {

@@ -43,7 +43,7 @@ struct SseChoice {
   bool first = true;                        // no chunk written yet
   bool done = false;                        // its finishing chunk was written
   StreamUpdate update;
-  int64_t prompt_tokens = 0, output_tokens = 0;
+  int64_t prompt_tokens = 0, cached_prompt_tokens = 0, output_tokens = 0;
   SpecDecodeMetrics spec;
 };
 
@@ -214,7 +214,8 @@ void CompletionHandler::respond_whole(httplib::Response& response,
       if (update.finish_reason == FinishReason::kCancelled) {
         throw ApiError(503, "the request was cancelled (the server is shutting down)", "server_error", {}, "cancelled");
       }
-      usage.prompt_tokens = update.prompt_tokens;  // the prompt counts once
+      usage.prompt_tokens = update.prompt_tokens;  // the prompt counts once, as the first choice saw it
+      if (i == 0) usage.cached_prompt_tokens = update.cached_prompt_tokens;
       usage.completion_tokens += update.output_tokens;
       spec.merge(update.spec_metrics);
       const std::optional<ParsedToolCalls> calls =
@@ -281,6 +282,7 @@ bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
   }
   c.done = true;
   c.prompt_tokens = u.prompt_tokens;
+  c.cached_prompt_tokens = u.cached_prompt_tokens;
   c.output_tokens = u.output_tokens;
   c.spec = u.spec_metrics;
   if (u.finish_reason == FinishReason::kError) {
@@ -327,6 +329,7 @@ bool CompletionHandler::write_next_event(SseState& s, httplib::DataSink& sink) {
       if (!failed && s.include_usage) {
         Usage usage;
         SpecDecodeMetrics spec;
+        usage.cached_prompt_tokens = s.choices.front().cached_prompt_tokens;
         for (const SseChoice& c : s.choices) {
           usage.prompt_tokens = c.prompt_tokens;
           usage.completion_tokens += c.output_tokens;

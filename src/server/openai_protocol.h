@@ -100,6 +100,7 @@ struct ResponseContext {
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // usage.prompt_tokens_details.cached_tokens (prefix cache)
   // The request's speculative decoding, reported as usage.spec_decode (num_drafts,
   // num_draft_tokens, num_accepted_tokens, mean_acceptance_length) when not null.
   const SpecDecodeMetrics* spec = nullptr;

@@ -13,7 +13,8 @@ json null_or(const std::string& s) { return s.empty() ? json(nullptr) : json(s);
 json usage_json(const Usage& u) {
   json usage = {{"prompt_tokens", u.prompt_tokens},
                 {"completion_tokens", u.completion_tokens},
-                {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+                {"total_tokens", u.prompt_tokens + u.completion_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}}};
   if (u.spec) {
     usage["spec_decode"] = {{"num_drafts", u.spec->num_drafts},
                             {"num_draft_tokens", u.spec->num_draft_tokens},

@@ -73,6 +73,12 @@ std::string ServerMetrics::render(const EngineLoopStats& s) const {
   w.gauge("dspark:kv_cache_blocks_total", "KV cache blocks in the pool.", static_cast<double>(s.engine.kv_blocks_total));
   w.gauge("dspark:kv_cache_usage_perc", "Fraction of KV cache blocks in use.",
           s.engine.kv_blocks_total > 0 ? static_cast<double>(s.engine.kv_blocks_used) / s.engine.kv_blocks_total : 0.0);
+  w.gauge("dspark:kv_cache_blocks_cached", "KV cache blocks holding a cached prefix (in use or evictable).",
+          static_cast<double>(s.engine.kv_blocks_cached));
+  w.counter("dspark:prefix_cache_queries", "Prompt tokens looked up in the prefix cache (once per request).",
+            static_cast<double>(s.engine.prefix_cache_queries));
+  w.counter("dspark:prefix_cache_hits", "Prompt tokens whose KV came from the prefix cache.",
+            static_cast<double>(s.engine.prefix_cache_hits));
   w.counter("dspark:num_preemptions", "Requests preempted (KV blocks freed, recomputed later).",
             static_cast<double>(s.engine.num_preemptions));
   w.counter("dspark:num_engine_steps", "Engine steps (target forward passes).", static_cast<double>(s.engine.num_steps));

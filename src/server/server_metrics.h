@@ -8,6 +8,8 @@
 //   dspark:num_requests_running / _waiting             gauge
 //   dspark:kv_cache_blocks_used / _total               gauge
 //   dspark:kv_cache_usage_perc                         gauge    used / total (0..1)
+//   dspark:kv_cache_blocks_cached                      gauge    blocks holding a cached prefix
+//   dspark:prefix_cache_queries / _hits                counter  prompt tokens looked up / found cached
 //   dspark:num_preemptions                             counter
 //   dspark:num_requests_finished{finished_reason="stop|length|cancelled|error"}  counter
 //   dspark:num_requests_rejected                       counter  refused: queue full

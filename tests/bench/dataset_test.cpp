@@ -50,5 +50,54 @@ TEST(Dataset, ErrorsNameFileAndLine) {
   EXPECT_THROW(load_dataset(dir / "missing.jsonl"), Error);
 }
 
+TEST(Conversations, ReadsMtBenchTurns) {
+  const auto all = load_conversations(kData / "eval" / "mtbench_question.jsonl");
+  ASSERT_EQ(all.size(), 80u);
+  for (const Conversation& c : all) EXPECT_EQ(c.turns.size(), 2u) << c.id;
+  EXPECT_EQ(all[0].domain, "writing");
+  EXPECT_EQ(all[0].id, "81");
+  EXPECT_EQ(all[0].turns[0].rfind("Compose an engaging travel blog post", 0), 0u);  // raw, not rendered
+  EXPECT_EQ(all[0].turns[1], "Rewrite your previous response. Start every sentence with the letter A.");
+  EXPECT_EQ(load_conversations(kData / "eval" / "mtbench_question.jsonl", 3).size(), 3u);
+}
+
+TEST(Conversations, DomainAndIdFallBackToFileAndLine) {
+  const auto dir = testing::make_temp_dir("conversations");
+  std::ofstream(dir / "chats_v1.jsonl") << "{\"turns\": [\"hi\"]}\n\n{\"turns\": [\"a\", \"b\", \"c\"]}\n";
+  const auto c = load_conversations(dir / "chats_v1.jsonl");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].domain, "chats");
+  EXPECT_EQ(c[0].id, "1");
+  EXPECT_EQ(c[1].id, "3");
+  EXPECT_EQ(c[1].turns, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+// The error must name the file and the offending line, and say what is wrong.
+void expect_error_at(const std::filesystem::path& path, const std::string& where, const std::string& what) {
+  try {
+    load_conversations(path);
+    FAIL() << "expected an error for " << path;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
+TEST(Conversations, BadRecordsNameFileAndLine) {
+  const auto dir = testing::make_temp_dir("conversations");
+  const std::string good = "{\"question_id\": 1, \"turns\": [\"q\"]}\n";
+  std::ofstream(dir / "malformed.jsonl") << good << "{\"turns\": [\"q\"\n";
+  expect_error_at(dir / "malformed.jsonl", "malformed.jsonl:2", "malformed JSON");
+  std::ofstream(dir / "no_turns.jsonl") << good << good << "{\"question\": \"q\", \"answer\": \"a\"}\n";
+  expect_error_at(dir / "no_turns.jsonl", "no_turns.jsonl:3", "turns");
+  std::ofstream(dir / "empty_turns.jsonl") << "{\"turns\": []}\n";
+  expect_error_at(dir / "empty_turns.jsonl", "empty_turns.jsonl:1", "non-empty");
+  std::ofstream(dir / "not_text.jsonl") << good << "{\"turns\": [\"q\", 7]}\n";
+  expect_error_at(dir / "not_text.jsonl", "not_text.jsonl:2", "string");
+  std::ofstream(dir / "array.jsonl") << "[1, 2]\n";
+  expect_error_at(dir / "array.jsonl", "array.jsonl:1", "object");
+  EXPECT_THROW(load_conversations(dir / "missing.jsonl"), Error);
+}
+
 }  // namespace
 }  // namespace dspark

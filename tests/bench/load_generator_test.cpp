@@ -1,9 +1,10 @@
 // The load generator: its SSE reader and statistics on synthetic input, then a small
-// run of every mode against a live test server.
+// run of every mode (multi-turn conversations included) against a live test server.
 #include "bench/load_generator.h"
 
 #include <gtest/gtest.h>
 
+#include "bench/multi_turn.h"
 #include "bench/sse_parser.h"
 #include "core/check.h"
 #include "server/test_server.h"
@@ -139,6 +140,7 @@ TEST(LoadGenerator, ClosedAndOpenLoopAgainstALiveServer) {
   EXPECT_GT(closed.output_tokens_per_s, 0);
   EXPECT_GT(closed.requests_per_s, 0);
   const auto after = gen.scrape_spec_counters();
+  EXPECT_EQ(closed.prefix_cache_hit_rate.has_value(), gen.scrape_counters().prefix_cache.has_value());
   if (after->drafts > before->drafts) {
     ASSERT_TRUE(closed.tau.has_value());
     EXPECT_GE(*closed.tau, 1.0);
@@ -166,6 +168,58 @@ TEST(LoadGenerator, NoSpeculatorMeansNoTau) {
   const LevelResult r = gen.run_closed_loop(1, 2);
   EXPECT_EQ(r.num_failed, 0);
   EXPECT_FALSE(r.tau.has_value());
+}
+
+TEST(MultiTurn, SecondTurnsCarryTheFirstAnswerAgainstALiveServer) {
+  testing::TestServer server;
+  LoadOptions o = options_for(server);
+  o.max_tokens = 6;
+  const std::vector<Conversation> conversations = {{"stories", "a", {"Once upon a time", "What did Lily do?"}},
+                                                   {"stories", "b", {"One day", "And then?"}}};
+  LoadGenerator gen(o, {multi_turn_prompt(conversations[0], {})});
+  gen.resolve_model();
+  const std::string finished = "dspark:num_requests_finished{finished_reason=\"length\"}";
+  const double finished_before = testing::server_metric(server.port(), finished).value_or(0);
+  const MultiTurnResult r = run_multi_turn(gen, conversations, 2);
+
+  // Both turns of both conversations reached the server and ran to max_tokens.
+  EXPECT_EQ(testing::server_metric(server.port(), finished).value_or(0) - finished_before, 4);
+  ASSERT_EQ(r.conversations.size(), 2u);
+  ASSERT_EQ(r.turns.size(), 2u);
+  for (const TurnSummary& t : r.turns) {
+    EXPECT_EQ(t.num_requests, 2);
+    EXPECT_EQ(t.num_failed, 0) << t.first_error;
+    EXPECT_EQ(t.output_tokens, 2 * 6);
+    EXPECT_GT(t.ttft_p50_ms, 0);
+  }
+  EXPECT_GT(r.turns[1].mean_prompt_tokens, r.turns[0].mean_prompt_tokens);
+  for (size_t i = 0; i < conversations.size(); ++i) {
+    const ConversationRecord& c = r.conversations[i];
+    EXPECT_EQ(c.id, conversations[i].id);
+    ASSERT_EQ(c.turns.size(), 2u);
+    ASSERT_EQ(c.prompts.size(), 2u);
+    const std::string& answer = c.turns[0].text;
+    EXPECT_FALSE(answer.empty());
+    EXPECT_EQ(c.prompts[0], "Question: " + conversations[i].turns[0] + "\nAnswer:");
+    EXPECT_EQ(c.prompts[1], c.prompts[0] + answer + "\nQuestion: " + conversations[i].turns[1] + "\nAnswer:");
+  }
+  // The hit rate is reported exactly when the server counts prefix-cache lookups.
+  const bool counted = gen.scrape_counters().prefix_cache.has_value();
+  EXPECT_EQ(r.prefix_cache_hit_rate.has_value(), counted);
+  if (counted) {
+    EXPECT_GE(*r.prefix_cache_hit_rate, 0.0);
+    EXPECT_LE(*r.prefix_cache_hit_rate, 1.0);
+  }
+
+  // The chat endpoint sends the history as messages.
+  LoadOptions chat = o;
+  chat.endpoint = "chat";
+  LoadGenerator chat_gen(chat, {"unused"});
+  chat_gen.resolve_model();
+  const MultiTurnResult chat_result = run_multi_turn(chat_gen, {conversations[0]}, 1);
+  ASSERT_EQ(chat_result.turns.size(), 2u);
+  EXPECT_EQ(chat_result.turns[1].num_failed, 0) << chat_result.turns[1].first_error;
+  EXPECT_GT(chat_result.turns[1].mean_prompt_tokens, chat_result.turns[0].mean_prompt_tokens);
 }
 
 TEST(LoadGenerator, FailuresAreRecordedNotThrown) {

@@ -30,5 +30,46 @@ TEST(BlockTable, ReservesWholeBlocksAndFailsWithoutPartialAllocation) {
   EXPECT_EQ(a.num_free(), 3);
 }
 
+TEST(BlockAllocator, SharedBlocksAreFreedByTheirLastUser) {
+  BlockAllocator a(2);
+  const int32_t b = a.allocate();
+  a.retain(b);
+  a.release(b);
+  EXPECT_EQ(a.num_used(), 1);  // one user left
+  a.release(b);
+  EXPECT_EQ(a.num_used(), 0);
+  EXPECT_THROW(a.release(b), Error);
+  EXPECT_THROW(a.retain(b), Error);  // free and uncached: nothing to retain
+}
+
+TEST(BlockAllocator, CachedBlocksStayFindableUntilEvictedLeastRecentlyReleasedFirst) {
+  BlockAllocator a(3);
+  const int32_t b0 = a.allocate(), b1 = a.allocate(), b2 = a.allocate();
+  EXPECT_TRUE(a.set_key(b0, 100));
+  EXPECT_TRUE(a.set_key(b1, 101));
+  EXPECT_FALSE(a.set_key(b2, 100));  // another block holds that key
+  EXPECT_FALSE(a.set_key(b0, 102));  // b0 already has one
+  EXPECT_EQ(a.num_cached(), 2);
+  a.release(b1);  // released first: evicted first
+  a.release(b0);
+  a.release(b2);  // uncached: plainly free, taken before any eviction
+  EXPECT_EQ(a.num_free(), 3);
+  EXPECT_EQ(a.num_used(), 0);
+  EXPECT_EQ(a.find(100), b0);
+  EXPECT_EQ(a.allocate(), b2);
+  EXPECT_EQ(a.find(101), b1);
+  // A hit takes b1 back out of the eviction order, so b0 goes next.
+  a.retain(b1);
+  EXPECT_EQ(a.num_free(), 1);
+  EXPECT_EQ(a.allocate(), b0);
+  EXPECT_EQ(a.find(100), -1);
+  EXPECT_EQ(a.num_evictions(), 1);
+  EXPECT_EQ(a.allocate(), -1);
+  a.release(b1);
+  EXPECT_EQ(a.allocate(), b1);  // evicted in turn
+  EXPECT_EQ(a.find(101), -1);
+  EXPECT_EQ(a.num_cached(), 0);
+}
+
 }  // namespace
 }  // namespace dspark

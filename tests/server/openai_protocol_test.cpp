@@ -246,9 +246,10 @@ TEST(OpenAiProtocol, ResponseShapes) {
   const json last = make_chunk(chat, "", FinishReason::kStop, false);
   EXPECT_FALSE(last["choices"][0]["delta"].contains("content"));
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
-  const json usage = make_usage_chunk(completion, Usage{4, 6});
+  const json usage = make_usage_chunk(completion, Usage{4, 6, 2});
   EXPECT_TRUE(usage["choices"].empty());
   EXPECT_EQ(usage["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
 
   EXPECT_EQ(sse_event(json{{"a", 1}}), "data: {\"a\":1}\n\n");
   // Invalid UTF-8 never throws out of the serializer.

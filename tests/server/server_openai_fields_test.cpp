@@ -19,6 +19,7 @@ using testing::TestServerOptions;
 using testing::greedy_options;
 using testing::http_post;
 using testing::http_stream;
+using testing::server_metric;
 
 const std::string kPrompt = "The cat sat on the mat. The cat";
 
@@ -283,6 +284,45 @@ TEST(ServerOpenAiFields, NoSpecDecodeUsageWithoutASpeculator) {
   TestServer server;
   const auto reply = http_post(server.port(), "/v1/completions", completion_body(4, json::object()).dump());
   EXPECT_FALSE(reply.json["usage"].contains("spec_decode"));
+}
+
+}  // namespace
+}  // namespace dspark
+
+namespace dspark {
+namespace {
+
+TEST(ServerOpenAiFields, RepeatedPromptsReportCachedTokensAndTheHitRate) {
+  TestServer server;
+  // A prompt of several KV blocks (16 positions each), sent three times: the first computes
+  // it, the others find all its whole blocks but the one holding its last token.
+  std::string long_prompt;
+  for (int i = 0; i < 6; ++i) long_prompt += "Once upon a time there was a little girl who loved her red ball. ";
+  const json body = {{"model", "stories"}, {"prompt", long_prompt}, {"max_tokens", 8}, {"temperature", 0}};
+  const auto first = http_post(server.port(), "/v1/completions", body.dump());
+  ASSERT_EQ(first.status, 200) << first.body;
+  const int64_t prompt_tokens = first.json["usage"]["prompt_tokens"];
+  ASSERT_GT(prompt_tokens, 48);
+  EXPECT_EQ(first.json["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+
+  const auto second = http_post(server.port(), "/v1/completions", body.dump());
+  ASSERT_EQ(second.status, 200) << second.body;
+  const int64_t expected_cached = (prompt_tokens - 1) / 16 * 16;
+  EXPECT_EQ(second.json["usage"]["prompt_tokens_details"]["cached_tokens"], expected_cached);
+  EXPECT_EQ(second.json["choices"][0]["text"], first.json["choices"][0]["text"]);
+
+  json stream_body = body;
+  stream_body["stream"] = true;
+  stream_body["stream_options"] = {{"include_usage", true}};
+  const auto streamed = http_stream(server.port(), "/v1/completions", stream_body.dump());
+  ASSERT_TRUE(streamed.done && streamed.usage);
+  EXPECT_EQ((*streamed.usage)["prompt_tokens_details"]["cached_tokens"], expected_cached);
+  EXPECT_EQ(streamed.text, first.json["choices"][0]["text"]);
+
+  EXPECT_EQ(server_metric(server.port(), "dspark:prefix_cache_queries"), 3.0 * static_cast<double>(prompt_tokens));
+  EXPECT_EQ(server_metric(server.port(), "dspark:prefix_cache_hits"), 2.0 * static_cast<double>(expected_cached));
+  EXPECT_GT(*server_metric(server.port(), "dspark:kv_cache_blocks_cached"), 0.0);
+  EXPECT_EQ(server_metric(server.port(), "dspark:kv_cache_blocks_used"), 0.0);
 }
 
 }  // namespace

@@ -192,6 +192,48 @@ TEST(DSparkEngine, GreedyLosslessUnderPreemption) {
   EXPECT_GT(dflash.preemptions, 0);
 }
 
+TEST(DSparkEngine, PrefixCachingShowsTheDrafterTheSameContext) {
+  // Requests that repeat earlier prompts and conversations: with prefix caching their
+  // cached positions are never run through the target, yet the drafter must draft exactly
+  // as without it (same drafts, so the same acceptance counts), and the outputs stay the
+  // plain ones.
+  SpeculatorOptions so;
+  so.speculator = write_drafter(DrafterCase::kFittedDSpark).string();
+  so.target_model_dir = target_dir().string();
+  so.max_running = 1;
+  auto model = load_target(speculator_capture_layers(so));
+  const Tokenizer tok = Tokenizer::from_dir(target_dir());
+  const auto ps = prompts(12);
+  auto run = [&](bool caching) {
+    Engine engine(*model, tok,
+                  EngineOptions{.max_running = 1, .max_batch_tokens = 64, .block_size = 4,
+                                .enable_prefix_caching = caching},
+                  make_proposer(so, *model));
+    std::vector<GenerationResult> results;
+    for (size_t i = 0; i < 6; ++i) {
+      results.push_back(generate_one(engine, ps[i], greedy(40)));
+      EXPECT_EQ(results.back().tokens, plain_outputs()[i]) << "prompt " << i;
+      // The conversation so far, continued: all of it but the last block comes cached.
+      std::vector<int32_t> turn2 = ps[i];
+      turn2.insert(turn2.end(), results.back().tokens.begin(), results.back().tokens.end());
+      turn2.push_back(5);
+      results.push_back(generate_one(engine, turn2, greedy(20)));
+    }
+    EXPECT_EQ(engine.stats().prefix_cache_hits > 0, caching);
+    return results;
+  };
+  const auto cached = run(true);
+  const auto uncached = run(false);
+  ASSERT_EQ(cached.size(), uncached.size());
+  for (size_t i = 0; i < cached.size(); ++i) {
+    EXPECT_EQ(cached[i].tokens, uncached[i].tokens) << "request " << i;
+    EXPECT_EQ(cached[i].spec_metrics.accepted_per_position, uncached[i].spec_metrics.accepted_per_position)
+        << "request " << i;
+    EXPECT_EQ(cached[i].spec_metrics.num_draft_tokens, uncached[i].spec_metrics.num_draft_tokens) << "request " << i;
+    if (i % 2 == 1) EXPECT_GT(cached[i].cached_prompt_tokens, 40) << "request " << i;
+  }
+}
+
 TEST(DSparkEngine, GreedyLosslessDFlashBatched) {
   const SpecRun run = run_speculative(DrafterCase::kRandomDFlash, {.max_running = 4, .max_batch_tokens = 64});
   expect_identical(run);
