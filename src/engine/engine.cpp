@@ -332,6 +332,7 @@ void Engine::schedule() {
   // Then admit waiting requests (FIFO) while there is budget, a free slot and KV room.
   while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < options_.max_running) {
     Request& r = *waiting_.front();
+    if (prefix_cache_ && awaits_shared_prefill(r)) break;
     const int64_t num_real = admit(r, budget);
     if (num_real == 0) break;  // no preemption for admission
     r.state = RequestState::kRunning;
@@ -362,6 +363,19 @@ int64_t Engine::admit(Request& r, int64_t budget) {
   }
   r.num_unobserved = r.num_computed;
   return num_real;
+}
+
+bool Engine::awaits_shared_prefill(const Request& r) const {
+  const int64_t block = kv_.block_size();
+  for (const auto& q : running_) {
+    if (q->num_computed >= q->num_prompt_tokens) continue;  // not prefilling
+    // Whole blocks r could take from q once q has computed them (r's last token excluded).
+    const size_t n = std::min(r.tokens.size() - 1, q->tokens.size());
+    const auto diverge = std::mismatch(r.tokens.begin(), r.tokens.begin() + static_cast<std::ptrdiff_t>(n), q->tokens.begin());
+    const int64_t shared = (diverge.first - r.tokens.begin()) / block * block;
+    if (shared > q->num_computed) return true;
+  }
+  return false;
 }
 
 void Engine::show_cached_prefix(Request& r) {

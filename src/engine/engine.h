@@ -141,6 +141,11 @@ class Engine {
   // of its tokens (with prefix caching) and reserves KV for its first chunk of at most
   // `budget` tokens. Returns the chunk's length, or 0 (holding nothing) when it does not fit.
   int64_t admit(Request& request, int64_t budget);
+  // Whether a running request is prefilling whole blocks of this one's prefix that it has
+  // not computed yet. Admission then waits (in queue order) for them to be cached instead
+  // of computing them twice: the n choices of one prompt, or requests that arrive together
+  // with one system prompt, prefill it once.
+  bool awaits_shared_prefill(const Request& request) const;
   // The request's cached-prefix positions, replayed to a hidden-state proposer before its
   // first computed rows.
   void show_cached_prefix(Request& request);

@@ -87,8 +87,9 @@ TEST(PrefixCaching, BatchedSharedPrefixesUnderKvPressureKeepEveryToken) {
 
   Engine cached(*model, tok, options(true));
   EXPECT_EQ(run_all(cached, prompts, greedy(20)), reference);
-  // Four requests start together; the eight after them find the system prompt's 5 blocks.
-  EXPECT_GE(cached.stats().prefix_cache_hits, 8 * 20);
+  // The first request prefills the system prompt; the eleven others wait for its 5 blocks
+  // instead of computing them alongside it, and take them from the cache.
+  EXPECT_GE(cached.stats().prefix_cache_hits, 11 * 20);
 
   // A context of 64 and a pool of 24 blocks for 4 requests of up to 54 positions (14
   // blocks each): blocks are evicted and requests preempted, and the outputs still do not
@@ -105,6 +106,20 @@ TEST(PrefixCaching, BatchedSharedPrefixesUnderKvPressureKeepEveryToken) {
   EXPECT_GT(pressed.stats().num_preemptions, 0);
   // And again, now that the pool holds whatever survived.
   EXPECT_EQ(run_all(pressed, prompts, greedy(20)), reference);
+}
+
+TEST(PrefixCaching, RequestsArrivingTogetherWithOnePromptPrefillItOnce) {
+  // The n choices of one request: the same prompt four times at once. The first computes
+  // it; the others wait for its blocks, then compute only the block holding the last token.
+  auto model = testing::load_tiny_engine_model(model_dir());
+  const Tokenizer tok = Tokenizer::from_dir(model_dir());
+  const std::vector<std::vector<int32_t>> same(4, random_tokens(30, 3));
+  Engine plain(*model, tok, options(false));
+  const auto reference = run_all(plain, same, greedy(10));
+  Engine cached(*model, tok, options(true));
+  EXPECT_EQ(run_all(cached, same, greedy(10)), reference);
+  EXPECT_EQ(cached.stats().prefix_cache_hits, 3 * 28);
+  EXPECT_EQ(cached.stats().prefix_cache_queries, 4 * 30);
 }
 
 // Needs the target's hidden states of both layers, drafts nothing, and keeps what it was
