@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/threads.h"
 #include "engine/engine.h"
+#include "engine/request_validation.h"
 
 namespace dspark::cli {
 namespace {
@@ -51,10 +52,8 @@ void run_generate(GenerateArgs& args) {
   LoadedModel loaded = load_model(args.model, 1, speculator_capture_layers(args.speculator));
   const std::string prompt = args.prompt_file.empty() ? args.prompt : read_file(args.prompt_file);
   const std::vector<int32_t> prompt_ids = loaded.tokenizer->encode(prompt, !args.no_special_tokens);
-  DSPARK_CHECK(!prompt_ids.empty(), "the prompt is empty and the tokenizer adds no BOS token");
-  DSPARK_CHECK(static_cast<int64_t>(prompt_ids.size()) < loaded.model->max_model_len(),
-               "the prompt has {} tokens but the model's context is {} tokens", prompt_ids.size(),
-               loaded.model->max_model_len());
+  // Before building engines and warming them up: a bad request fails at once.
+  validate_request(prompt_ids, args.gen, loaded.model->config().vocab_size, loaded.model->max_model_len());
   auto print_text = [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "core/check.h"
+#include "core/log.h"
 #include "core/threads.h"
 #include "engine/engine_loop.h"
 #include "kernels/isa.h"
@@ -34,6 +35,7 @@ struct ServeArgs {
   int http_threads = 0;
   std::string chat_template;  // a Jinja file overriding the model's own template
   AccessPolicyOptions access;
+  std::string log_level = "info";
 };
 
 std::string default_model_name(const std::string& dir) {
@@ -44,6 +46,7 @@ std::string default_model_name(const std::string& dir) {
 }
 
 void run_serve(ServeArgs& args) {
+  set_log_level(parse_log_level(args.log_level));
   DSPARK_CHECK(args.max_running >= 1, "--max-running must be >= 1, got {}", args.max_running);
   DSPARK_CHECK(args.max_waiting >= 0, "--max-waiting must be >= 0, got {}", args.max_waiting);
   DSPARK_CHECK(args.port >= 0 && args.port <= 65535, "--port must be in [0, 65535], got {}", args.port);
@@ -153,6 +156,11 @@ void register_serve(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--cors-origin", args->access.cors_origin,
                   "Send CORS headers for this origin ('*' = any) and answer preflights; default no CORS");
+  cmd->add_option("--log-level", args->log_level,
+                  "Log level: trace, debug, info (one access line per request), warn (only 429s and errors), "
+                  "error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
   cmd->callback([args] { run_serve(*args); });
 }
 

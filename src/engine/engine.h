@@ -1,41 +1,43 @@
-// Engine: the token-flattened step machine (DESIGN §3). It owns the request queue, the
-// paged KV cache and the proposer, and runs the target model one step at a time:
+// Engine: the token-flattened step machine (DESIGN §3), in three parts with the engine
+// as their conductor. One step:
 //
-//   1. propose   drafts for every decoding request, in one batched proposer call;
-//   2. schedule  a token budget: running requests first (their uncomputed tokens, or for
-//                a decoding one its anchor + drafts), then waiting ones (prompt chunks:
-//                chunked prefill, so a long prompt never stalls running decodes); KV
-//                blocks are reserved for everything fed, and when they run out the most
-//                recently admitted request is preempted (freed, recomputed later);
-//   3. forward   one target pass over the concatenation of all scheduled tokens;
-//   4. verify    per request: the target's p at every fed draft position, the rejection
-//                sampler (greedy or sampled), commit accepted + recovered/bonus tokens,
-//                stop at EOS, stop strings, max_tokens or the context limit;
-//   5. report    new text and tokens through each request's callback; release finished
-//                requests' blocks and proposer slots.
+//   1. propose   drafts for every decoding request, in one batched proposer call; with
+//                the adaptive schedule, DraftBudget (spec/draft_budget.h) first says how
+//                many drafts are worth making and afterwards how many of each to verify;
+//   2. schedule  Scheduler (engine/scheduler.h): which requests run with how many tokens
+//                (running ones first, then admissions; chunked prefill; KV blocks with
+//                prefix caching; preemption when blocks run out), as a plain list;
+//   3. run       ModelRunner (engine/model_runner.h): one target forward over the
+//                concatenation of all scheduled tokens;
+//   4. commit    OutputProcessor (engine/output_processor.h): per request reaching the end
+//                of its tokens, verification of its drafts, committed tokens, text, stop
+//                conditions; the step's RequestOutputs;
+//   5. observe   the committed positions' hidden states to a proposer that needs them;
+//                finished requests' blocks and proposer slots released.
 //
+// step() returns the outputs; nothing calls back into the engine while it runs.
 // Single-threaded: one thread owns an Engine (no locks inside). Invalid requests are
 // rejected by add_request with an Error; a failure while serving one request finishes
 // that request with an error and leaves the others running.
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <memory>
+#include <span>
+#include <string_view>
 #include <vector>
 
-#include "engine/captured_states.h"
 #include "engine/generation.h"
-#include "engine/prefix_cache.h"
+#include "engine/model_runner.h"
+#include "engine/output_processor.h"
 #include "engine/request.h"
-#include "kernels/sampling.h"
-#include "model/kv_pool.h"
+#include "engine/scheduler.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
-#include "spec/drafter_cost.h"
+#include "spec/draft_budget.h"
 #include "spec/prefix_scheduler.h"
 #include "spec/proposer.h"
-#include "spec/rejection_sampler.h"
 #include "spec/spec_metrics.h"
 
 namespace dspark {
@@ -100,14 +102,16 @@ class Engine {
   // Queues a request. Throws Error (and queues nothing) for an empty prompt, a prompt that
   // leaves no room in the context, token ids outside the vocabulary, invalid options, or
   // a full queue. Returns the request id.
-  int64_t add_request(std::vector<int32_t> prompt, const GenerationOptions& options, OutputCallback on_output);
+  int64_t add_request(std::vector<int32_t> prompt, const GenerationOptions& options);
   // Finishes the request at the next step (kCancelled) and frees its blocks. Unknown or
   // finished ids are ignored.
   void cancel(int64_t request_id);
 
-  // Runs one step; returns false when there was nothing to run.
-  bool step();
-  bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
+  // Runs one step. outputs (cleared first) receives what changed for every request the
+  // step touched, cancelled ones included even when nothing else ran. Returns false when
+  // there was nothing to run.
+  bool step(std::vector<RequestOutput>& outputs);
+  bool has_unfinished() const { return scheduler_.has_unfinished(); }
 
   const SpecDecodeMetrics& spec_metrics() const { return spec_metrics_; }
   const ScheduleMetrics& schedule_metrics() const { return schedule_metrics_; }
@@ -118,92 +122,45 @@ class Engine {
   Proposer* proposer() { return proposer_.get(); }
 
  private:
-  struct Scheduled {
-    Request* request;
-    int32_t num_real;    // committed tokens fed (prefill chunk, or the anchor)
-    int32_t num_drafts;  // drafts fed after them (only when num_real reaches the end)
-    int32_t first_row;   // row of its first token in the flat batch
-  };
-
-  void drop_cancelled();
+  // The proposer is taken by reference so that the KV options, computed from it first,
+  // see it whatever the order in which the delegating call's arguments are evaluated.
+  Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptions& options,
+         std::unique_ptr<Proposer>&& proposer, const KvPoolOptions& kv);
+  void drop_cancelled(std::vector<RequestOutput>& outputs);
   void propose_drafts();
   // kAdaptive: cut each decoding request's drafts to the prefix scheduler's length.
   void choose_verified_lengths();
-  // Survival estimates a_{r,1..n} for one request's drafts, into `out`.
-  void survival_of(const Request& request, std::vector<double>& out) const;
-  // Survival factor of a position for proposers without confidences: the measured pass
-  // rate once the position has enough observations, 1 before.
-  double acceptance_estimate(size_t position) const;
-  void expected_survival(std::vector<double>& out) const;
-  void schedule();
-  void preempt(Request& victim);
-  // Admission of a waiting request (it holds no blocks): takes the longest cached prefix
-  // of its tokens (with prefix caching) and reserves KV for its first chunk of at most
-  // `budget` tokens. Returns the chunk's length, or 0 (holding nothing) when it does not fit.
-  int64_t admit(Request& request, int64_t budget);
-  // Whether a running request is prefilling whole blocks of this one's prefix that it has
-  // not computed yet. Admission then waits (in queue order) for them to be cached instead
-  // of computing them twice: the n choices of one prompt, or requests that arrive together
-  // with one system prompt, prefill it once.
-  bool awaits_shared_prefill(const Request& request) const;
-  // The request's cached-prefix positions, replayed to a hidden-state proposer before its
+  // After the forward: commit what each scheduled request computed, then show a
+  // hidden-state proposer the newly committed positions.
+  void commit_step(std::span<const ScheduledRequest> scheduled, std::vector<RequestOutput>& outputs);
+  void record_round(const Request& request, const OutputProcessor::Verdict& verdict, bool decoding_round);
+  // The request's cached-prefix positions, shown to a hidden-state proposer before its
   // first computed rows.
   void show_cached_prefix(Request& request);
-  void run_forward_and_commit();
-  // logits: [num_drafts + 1, vocab]. decoding_round: the request fed only its anchor (and
-  // drafts), as opposed to the last chunk of a prefill.
-  void commit(Request& request, const float* logits, bool decoding_round);
-  // Appends one token; returns true when the request finished.
-  bool append_token(Request& request, int32_t token, RequestOutput& out);
-  // The log-probabilities reported for `token`, emitted from one row of the target:
-  // logits [vocab] and probs [vocab] (p under the request's transform); history as for
-  // that row's p. A greedy request's p is one-hot, so its report is the log-softmax of
-  // the penalised logits instead.
-  TokenLogprob token_logprob(const float* logits, const float* probs, int32_t token, const Request& request,
-                             std::span<const int32_t> history);
-  void finish(Request& request, FinishReason reason, RequestOutput& out);
-  void release(Request& request);
 
   Transformer& model_;
   const Tokenizer& tokenizer_;
   EngineOptions options_;
   std::unique_ptr<Proposer> proposer_;
-  KvPool kv_;
-  BlockAllocator allocator_;
-  std::unique_ptr<PrefixCache> prefix_cache_;        // null without prefix caching
-  std::unique_ptr<CapturedStates> captured_states_;  // prefix caching for a hidden-state proposer
-  LogitsProcessor logits_processor_;
-  RejectionSampler rejection_sampler_;
+  Scheduler scheduler_;
+  ModelRunner runner_;
+  OutputProcessor output_processor_;
+  std::unique_ptr<DraftBudget> draft_budget_;  // kAdaptive only
   SpecDecodeMetrics spec_metrics_;
   ScheduleMetrics schedule_metrics_;
-  PrefixScheduler prefix_scheduler_;
+  int64_t num_steps_ = 0;
 
   int64_t next_request_id_ = 1;
-  std::deque<std::unique_ptr<Request>> waiting_;
-  std::vector<std::unique_ptr<Request>> running_;  // admission order
-  std::vector<int32_t> free_slots_;
   std::vector<int64_t> cancel_requests_;
-  EngineStats counters_;
 
   // Per-step buffers, sized once.
-  std::vector<Scheduled> scheduled_;
-  std::vector<int32_t> batch_tokens_;      // [max_batch_tokens]
-  std::vector<SequenceSlice> batch_slices_;  // [max_running]
-  std::vector<int32_t> batch_logit_rows_;  // [max_batch_tokens]
-  std::vector<float> probs_;               // [max drafts + 1, vocab] target p of one request
-  std::vector<int32_t> history_;           // committed + drafts, for the penalties
-  std::vector<float> logprob_probs_;       // [vocab] a greedy request's untruncated p (logprobs)
   std::vector<DraftRequest> draft_requests_;
   std::vector<Draft> draft_results_;
   std::vector<Request*> draft_owners_;
   std::vector<CommittedHiddenStates> committed_;  // [max_running] for hidden-state proposers
   std::vector<Request*> deciding_;                // decoding requests with drafts this step
-  std::vector<std::vector<double>> survival_;     // [max_running][K] a_{r,i}
-  std::vector<double> expected_survival_;          // [K] drafter budget estimate
-  std::vector<std::span<const double>> survival_views_;
+  std::vector<DraftBudget::Candidate> candidates_;  // [max_running] their drafts
   std::vector<int32_t> chosen_lengths_;           // [max_running]
-  DrafterCost drafter_cost_;                      // measured propose() time (adaptive budget)
-  int64_t steps_without_drafting_ = 0;            // steps the drafter's cost alone kept it idle
 };
 
 // Runs one request to completion on an otherwise idle engine (the CLI's generate and

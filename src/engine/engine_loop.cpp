@@ -6,10 +6,19 @@
 #include <fmt/format.h>
 
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/threads.h"
+#include "engine/request_validation.h"
 
 namespace dspark {
 namespace {
+
+// What a client is told of a failure: an Error's sentence without its source location
+// (which goes to the log).
+std::string client_text(const std::exception& e) {
+  if (const auto* error = dynamic_cast<const Error*>(&e)) return error->message();
+  return e.what();
+}
 
 EngineOptions with_queue_room(EngineOptions o, const EngineLoopOptions& loop) {
   DSPARK_CHECK(loop.max_waiting >= 0, "max_waiting must be >= 0, got {}", loop.max_waiting);
@@ -41,13 +50,7 @@ EngineLoop::EngineLoop(Transformer& model, const Tokenizer& tokenizer, const Eng
 EngineLoop::~EngineLoop() { stop(); }
 
 std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options) {
-  options.validate();
-  DSPARK_CHECK(!prompt.empty(), "the prompt is empty (no tokens to condition on)");
-  DSPARK_CHECK(static_cast<int64_t>(prompt.size()) < model_.max_model_len(),
-               "the prompt has {} tokens; the context is {} tokens and at least one must be left to generate",
-               prompt.size(), model_.max_model_len());
-  const int64_t vocab = model_.config().vocab_size;
-  for (int32_t id : prompt) DSPARK_CHECK(id >= 0 && id < vocab, "prompt token id {} outside the vocabulary [0, {})", id, vocab);
+  validate_request(prompt, options, model_.config().vocab_size, model_.max_model_len());
 
   std::shared_ptr<RequestStream> stream;
   {
@@ -155,10 +158,12 @@ void EngineLoop::run(int omp_threads) {
 
     bool stepped = false;
     try {
-      stepped = engine_->step();
+      stepped = engine_->step(outputs_);
     } catch (const std::exception& e) {
-      fail_all(e.what());
+      logger().error("engine step failed, failing {} requests: {}", live_.size(), e.what());
+      fail_all(client_text(e));
     }
+    for (const RequestOutput& out : outputs_) deliver(out);
     publish_stats();
     if (!stepped && !live_.empty()) {
       // Work exists but nothing could be scheduled this step: wait a little for news
@@ -180,18 +185,25 @@ void EngineLoop::admit(Submission& s) {
   } else {
     try {
       live_.push_back(stream);
-      stream->engine_id_ = engine_->add_request(std::move(s.prompt), s.options,
-                                                [this, stream](const RequestOutput& o) { on_output(stream, o); });
+      stream->engine_id_ = engine_->add_request(std::move(s.prompt), s.options);
       return;
     } catch (const std::exception& e) {
       live_.pop_back();
       out.finished = true;
       out.finish_reason = FinishReason::kError;
-      out.error = e.what();
+      logger().error("request {} could not be added to the engine: {}", stream->id(), e.what());
+      out.error = client_text(e);
     }
   }
   // Never reached the engine: report and account for it here.
   live_.push_back(stream);
+  on_output(stream, out);
+}
+
+void EngineLoop::deliver(const RequestOutput& out) {
+  auto it = std::find_if(live_.begin(), live_.end(), [&](const auto& s) { return s->engine_id_ == out.request_id; });
+  if (it == live_.end()) return;
+  const std::shared_ptr<RequestStream> stream = *it;  // a copy: on_output may erase it from live_
   on_output(stream, out);
 }
 

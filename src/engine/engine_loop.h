@@ -33,11 +33,14 @@
 
 namespace dspark {
 
+// Refused for lack of room (kCapacity: the server answers 429, retry later).
 class QueueFullError : public Error {
  public:
-  using Error::Error;
+  explicit QueueFullError(const std::string& message) : Error(message, ErrorKind::kCapacity) {}
 };
 
+// Refused because the loop is stopping (kInternal by kind; the server answers 503 for this
+// type in particular).
 class ShuttingDownError : public Error {
  public:
   using Error::Error;
@@ -81,10 +84,10 @@ class EngineLoop {
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
 
-  // Queues a request and returns its stream. Throws Error for an invalid request (empty
-  // prompt, prompt without room in the context, ids outside the vocabulary, invalid
-  // options), QueueFullError when max_running + max_waiting requests are in flight, and
-  // ShuttingDownError after stop_accepting().
+  // Queues a request and returns its stream. Throws Error (kInvalidRequest, from
+  // validate_request: empty prompt, prompt without room in the context, ids outside the
+  // vocabulary, invalid options), QueueFullError (kCapacity) when max_running + max_waiting
+  // requests are in flight, and ShuttingDownError after stop_accepting().
   std::shared_ptr<RequestStream> submit(std::vector<int32_t> prompt, const GenerationOptions& options);
   // Finishes the request (kCancelled) at the next step and frees its KV blocks. Safe to
   // call for finished requests and more than once.
@@ -118,6 +121,8 @@ class EngineLoop {
 
   void run(int omp_threads);
   void admit(Submission& s);
+  // An output of Engine::step, to the stream of its request (none once it finished).
+  void deliver(const RequestOutput& out);
   void on_output(const std::shared_ptr<RequestStream>& stream, const RequestOutput& out);
   void fail_all(const std::string& error);
   void publish_stats();
@@ -145,6 +150,7 @@ class EngineLoop {
   std::vector<Submission> taken_;                       // inbox swapped out
   std::vector<std::shared_ptr<RequestStream>> taken_cancels_;
   std::vector<std::shared_ptr<RequestStream>> live_;    // added to the engine, not finished
+  std::vector<RequestOutput> outputs_;                  // of the last step
 
   mutable std::mutex stats_mu_;
   EngineLoopStats stats_;

@@ -42,7 +42,7 @@ struct GenerationOptions {
   int32_t max_spec_tokens = -1;         // drafts verified per round at most (0 = no speculation);
                                         // -1 = as the engine's speculator and schedule decide
 
-  void validate() const;                // throws Error naming the bad field
+  void validate() const;                // throws Error (kInvalidRequest) naming the bad field
 };
 
 struct GenerationResult {

@@ -2,11 +2,9 @@
 
 namespace dspark {
 
-Request::Request(int64_t id_, std::vector<int32_t> prompt, GenerationOptions options_, const Tokenizer& tokenizer,
-                 OutputCallback on_output_)
+Request::Request(int64_t id_, std::vector<int32_t> prompt, GenerationOptions options_, const Tokenizer& tokenizer)
     : id(id_),
       options(std::move(options_)),
-      on_output(std::move(on_output_)),
       num_prompt_tokens(static_cast<int64_t>(prompt.size())),
       tokens(std::move(prompt)),
       rng(options.sampling.seed),

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +25,7 @@
 
 namespace dspark {
 
-// What the engine reports to the submitter after each step that changed a request.
+// What Engine::step reports for each request the step changed.
 struct RequestOutput {
   int64_t request_id = 0;
   std::string text;                    // newly final text (may be empty)
@@ -38,20 +37,16 @@ struct RequestOutput {
   int64_t prompt_tokens = 0;
   int64_t cached_prompt_tokens = 0;    // prompt tokens whose KV came from the prefix cache
   int64_t output_tokens = 0;           // total so far
-  const SpecDecodeMetrics* spec_metrics = nullptr;  // the request's own counts; set when finished
+  SpecDecodeMetrics spec_metrics;      // the request's own counts; set when finished
 };
-
-using OutputCallback = std::function<void(const RequestOutput&)>;
 
 enum class RequestState { kWaiting, kRunning, kFinished };
 
 struct Request {
-  Request(int64_t id, std::vector<int32_t> prompt, GenerationOptions options, const Tokenizer& tokenizer,
-          OutputCallback on_output);
+  Request(int64_t id, std::vector<int32_t> prompt, GenerationOptions options, const Tokenizer& tokenizer);
 
   int64_t id;
   GenerationOptions options;
-  OutputCallback on_output;
   RequestState state = RequestState::kWaiting;
   int32_t slot = -1;                   // proposer slot while running
 
@@ -77,7 +72,6 @@ struct Request {
   double first_token_time = 0;         // 0 until the first token
   double finish_time = 0;
   FinishReason finish_reason = FinishReason::kLength;
-  bool cancelled = false;
 
   int64_t num_output_tokens() const { return static_cast<int64_t>(tokens.size()) - num_prompt_tokens; }
   int64_t num_uncomputed() const { return static_cast<int64_t>(tokens.size()) - num_computed; }

@@ -37,7 +37,7 @@ void RequestStream::push(const RequestOutput& out) {
       pending_.finish_reason = out.error.empty() ? out.finish_reason : FinishReason::kError;
       pending_.error = out.error;
       pending_.cached_prompt_tokens = out.cached_prompt_tokens;
-      if (out.spec_metrics) pending_.spec_metrics = *out.spec_metrics;
+      pending_.spec_metrics = out.spec_metrics;
       finished_ = true;
       timing_.finish = now;
     }

@@ -111,18 +111,18 @@ int64_t top_p_count(int32_t* order, int64_t n, const float* probs, double target
 }  // namespace
 
 void SamplingParams::validate() const {
-  DSPARK_CHECK(std::isfinite(temperature) && temperature >= 0.0f,
-               "sampling: temperature must be a finite value >= 0 (0 = greedy), got {}", temperature);
-  DSPARK_CHECK(top_k >= 0, "sampling: top_k must be >= 0 (0 = off), got {}", top_k);
-  DSPARK_CHECK(top_p > 0.0f && top_p <= 1.0f, "sampling: top_p must be in (0, 1], got {}", top_p);
-  DSPARK_CHECK(min_p >= 0.0f && min_p <= 1.0f, "sampling: min_p must be in [0, 1], got {}", min_p);
-  DSPARK_CHECK(std::isfinite(repetition_penalty) && repetition_penalty > 0.0f,
-               "sampling: repetition_penalty must be a finite value > 0 (1 = off), got {}",
-               repetition_penalty);
-  DSPARK_CHECK(std::isfinite(presence_penalty) && presence_penalty >= -2.0f && presence_penalty <= 2.0f,
-               "sampling: presence_penalty must be in [-2, 2] (0 = off), got {}", presence_penalty);
-  DSPARK_CHECK(std::isfinite(frequency_penalty) && frequency_penalty >= -2.0f && frequency_penalty <= 2.0f,
-               "sampling: frequency_penalty must be in [-2, 2] (0 = off), got {}", frequency_penalty);
+  DSPARK_CHECK_REQUEST(std::isfinite(temperature) && temperature >= 0.0f,
+                       "sampling: temperature must be a finite value >= 0 (0 = greedy), got {}", temperature);
+  DSPARK_CHECK_REQUEST(top_k >= 0, "sampling: top_k must be >= 0 (0 = off), got {}", top_k);
+  DSPARK_CHECK_REQUEST(top_p > 0.0f && top_p <= 1.0f, "sampling: top_p must be in (0, 1], got {}", top_p);
+  DSPARK_CHECK_REQUEST(min_p >= 0.0f && min_p <= 1.0f, "sampling: min_p must be in [0, 1], got {}", min_p);
+  DSPARK_CHECK_REQUEST(std::isfinite(repetition_penalty) && repetition_penalty > 0.0f,
+                       "sampling: repetition_penalty must be a finite value > 0 (1 = off), got {}",
+                       repetition_penalty);
+  DSPARK_CHECK_REQUEST(std::isfinite(presence_penalty) && presence_penalty >= -2.0f && presence_penalty <= 2.0f,
+                       "sampling: presence_penalty must be in [-2, 2] (0 = off), got {}", presence_penalty);
+  DSPARK_CHECK_REQUEST(std::isfinite(frequency_penalty) && frequency_penalty >= -2.0f && frequency_penalty <= 2.0f,
+                       "sampling: frequency_penalty must be in [-2, 2] (0 = off), got {}", frequency_penalty);
 }
 
 LogitsProcessor::LogitsProcessor(int64_t vocab_size)

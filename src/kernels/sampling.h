@@ -38,7 +38,7 @@ struct SamplingParams {
   bool uses_history() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }
-  void validate() const;            // throws Error naming the bad field
+  void validate() const;            // throws Error (kInvalidRequest) naming the bad field
 };
 
 // Owns scratch sized for one vocabulary, so the step loop does not allocate.

@@ -7,8 +7,10 @@
 
 #include "core/check.h"
 #include "core/clock.h"
-#include "server/connection_stream.h"
 #include "chat/chat_template.h"
+#include "engine/request_validation.h"
+#include "server/access_log.h"
+#include "server/connection_stream.h"
 #include "server/openai_logprobs.h"
 
 namespace dspark {
@@ -16,23 +18,15 @@ namespace {
 
 constexpr std::chrono::milliseconds kPollInterval(50);
 
-// Engine errors start with "file.cpp:123: "; clients get the sentence only.
-std::string client_message(const std::exception& e) {
-  std::string_view m(e.what());
-  const size_t colon = m.find(": ");
-  if (colon != std::string_view::npos) {
-    const std::string_view head = m.substr(0, colon);
-    const size_t line_colon = head.rfind(':');
-    if (line_colon != std::string_view::npos && line_colon + 1 < head.size() &&
-        head.find_first_not_of("0123456789", line_colon + 1) == std::string_view::npos &&
-        (head.find(".cpp") != std::string_view::npos || head.find(".h") != std::string_view::npos)) {
-      m.remove_prefix(colon + 2);
-    }
-  }
-  return std::string(m);
-}
-
 ApiError server_error(const std::string& message) { return ApiError(500, message, "server_error"); }
+
+// The usage of a finished response, for the access line.
+void record_usage(const Usage& usage, bool speculating) {
+  AccessRecord* r = current_access_record();
+  if (!r) return;
+  r->set_usage(usage.prompt_tokens, usage.completion_tokens, usage.cached_prompt_tokens);
+  if (speculating && usage.spec) r->tau = usage.spec->mean_acceptance_length();
+}
 
 }  // namespace
 
@@ -77,6 +71,7 @@ bool ResponseTracker::wait_idle(std::chrono::milliseconds timeout) {
 }
 
 void set_error(httplib::Response& response, const ApiError& error) {
+  if (AccessRecord* r = current_access_record(); r && error.status() >= 500) r->error = error.message();
   response.status = error.status();
   response.set_content(dump_json(error.body()), "application/json");
 }
@@ -113,27 +108,22 @@ std::vector<int32_t> CompletionHandler::prompt_tokens(const ParsedRequest& r) co
       ids = tokenizer.encode(r.prompt_text, /*add_special_tokens=*/true);
     }
   } catch (const Error& e) {
-    throw ApiError::bad_request(client_message(e), field);
+    // Whatever the template or the tokenizer refuses here came from the client's text.
+    throw ApiError::bad_request(e.message(), field);
   }
-  if (ids.empty()) throw ApiError::bad_request("the prompt is empty (no tokens to condition on)", field);
-  const int64_t vocab = loop_.model().config().vocab_size;
-  for (int32_t id : ids) {
-    if (id >= vocab) {
-      throw ApiError::bad_request(fmt::format("token id {} is outside the vocabulary [0, {})", id, vocab), field);
-    }
-  }
-  const int64_t context = loop_.model().max_model_len();
-  if (static_cast<int64_t>(ids.size()) >= context) {
-    throw ApiError::bad_request(
-        fmt::format("This model's maximum context length is {} tokens, but the prompt has {} tokens (at least one "
-                    "must be left to generate)",
-                    context, ids.size()),
-        field, "context_length_exceeded");
+  // Checked here as well as in submit() so that the error names the field.
+  try {
+    validate_prompt(ids, loop_.model().config().vocab_size, loop_.model().max_model_len());
+  } catch (const Error& e) {
+    throw ApiError::from_error(e, field);
   }
   return ids;
 }
 
 void CompletionHandler::handle(const httplib::Request& request, httplib::Response& response, Endpoint endpoint) {
+  // The response id is the request's id in the access log, refused requests included.
+  const std::string id = make_id(endpoint);
+  if (AccessRecord* r = current_access_record()) r->request_id = id;
   try {
     if (tracker_.shutting_down()) {
       throw ApiError(503, "the server is shutting down", "server_error", {}, "shutting_down");
@@ -163,17 +153,11 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
         options.sampling.seed += static_cast<uint64_t>(i);
         streams.push_back(loop_.submit(prompt, options));
       }
-    } catch (const QueueFullError& e) {
+    } catch (const Error& e) {  // queue full (429), shutting down (503), invalid (400)
       for (const auto& s : streams) loop_.cancel(s);
-      throw ApiError(429, client_message(e), "rate_limit_error", {}, "queue_full");
-    } catch (const ShuttingDownError& e) {
-      for (const auto& s : streams) loop_.cancel(s);
-      throw ApiError(503, client_message(e), "server_error", {}, "shutting_down");
-    } catch (const Error& e) {
-      for (const auto& s : streams) loop_.cancel(s);
-      throw ApiError::bad_request(client_message(e));
+      throw ApiError::from_error(e);
     }
-    ResponseContext ctx{endpoint, make_id(endpoint), static_cast<int64_t>(std::time(nullptr)), model_name_,
+    ResponseContext ctx{endpoint, id, static_cast<int64_t>(std::time(nullptr)), model_name_,
                         r.options.logprobs >= 0};
     if (endpoint == Endpoint::kChat && !r.chat.tools.is_null() && chat_format_.chat_template()) {
       ctx.tool_call_format = tool_call_format(chat_format_.chat_template()->source());
@@ -182,8 +166,10 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
     else respond_whole(response, streams, ctx);
   } catch (const ApiError& e) {
     set_error(response, e);
+  } catch (const Error& e) {
+    set_error(response, ApiError::from_error(e));
   } catch (const std::exception& e) {
-    set_error(response, server_error(client_message(e)));
+    set_error(response, server_error(e.what()));
   }
 }
 
@@ -230,6 +216,7 @@ void CompletionHandler::respond_whole(httplib::Response& response,
   }
   tracker_.end();
   usage.spec = loop_.has_speculator() ? &spec : nullptr;
+  record_usage(usage, loop_.has_speculator());
   response.set_content(dump_json(make_response(ctx, std::move(choices), usage)), "application/json");
 }
 
@@ -288,6 +275,7 @@ bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
   if (u.finish_reason == FinishReason::kError) {
     if (!u.text.empty()) s.out += sse_event(make_chunk(s.ctx, u.text, std::nullopt, c.first, nullptr, i));
     s.out += sse_event(server_error(u.error).body());
+    if (AccessRecord* r = current_access_record()) r->error = u.error;  // the status went out as 200
     return true;
   }
   // As OpenAI: the last text in a chunk of its own, then an empty delta carrying the
@@ -326,7 +314,7 @@ bool CompletionHandler::write_next_event(SseState& s, httplib::DataSink& sink) {
     }
     const bool all_done = std::all_of(s.choices.begin(), s.choices.end(), [](const SseChoice& c) { return c.done; });
     if (failed || all_done) {
-      if (!failed && s.include_usage) {
+      if (!failed) {
         Usage usage;
         SpecDecodeMetrics spec;
         usage.cached_prompt_tokens = s.choices.front().cached_prompt_tokens;
@@ -336,7 +324,8 @@ bool CompletionHandler::write_next_event(SseState& s, httplib::DataSink& sink) {
           spec.merge(c.spec);
         }
         usage.spec = loop_.has_speculator() ? &spec : nullptr;
-        s.out += sse_event(make_usage_chunk(s.ctx, usage));
+        record_usage(usage, loop_.has_speculator());
+        if (s.include_usage) s.out += sse_event(make_usage_chunk(s.ctx, usage));
       }
       s.out += kSseDone;
       if (!sink.write(s.out.data(), s.out.size())) return false;

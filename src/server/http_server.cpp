@@ -10,6 +10,7 @@
 #include <httplib.h>
 
 #include "core/check.h"
+#include "server/access_log.h"
 #include "server/completion_handler.h"
 #include "server/tokenize_handler.h"
 #include "server/connection_manager.h"
@@ -80,6 +81,7 @@ class HttpServer::Impl {
     co.keep_alive_timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.keep_alive_seconds * 1e3));
     connections_ = std::make_unique<ConnectionManager>(
         co, [this](httplib::Stream& stream, bool close_connection, bool& connection_closed) {
+          AccessLogScope access;  // one request: its access line is written when this ends
           return server_.serve_request(stream, close_connection, connection_closed);
         });
     server_.set_connection_manager(connections_.get());
@@ -131,9 +133,22 @@ class HttpServer::Impl {
   }
 
   void routes() {
+    // Called once the response is written (a stream's last event included); the line
+    // itself is written when the request's AccessLogScope ends.
+    server_.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      if (AccessRecord* r = current_access_record()) {
+        r->method = req.method.empty() ? "-" : req.method;  // empty: an unparsable request line
+        r->path = req.path.empty() ? "-" : req.path;
+        r->status = res.status;
+      }
+    });
     // Refused requests (Host, API key, body type; access_policy.h) never reach a route,
     // nor have their body read.
     server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (AccessRecord* r = current_access_record()) {  // known even if no response gets written
+        r->method = req.method;
+        r->path = req.path;
+      }
       const std::optional<ApiError> refusal = access_.check(req, res);
       if (!refusal) return httplib::Server::HandlerResponse::Unhandled;
       if (refusal->status() == 204) res.status = 204;  // a CORS preflight, answered
@@ -182,16 +197,18 @@ class HttpServer::Impl {
       return httplib::Server::HandlerResponse::Handled;
     }));
     server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-      std::string message = "internal error";
+      ApiError error(500, "internal error", "server_error");
       try {
         if (ep) std::rethrow_exception(ep);
       } catch (const nlohmann::json::exception&) {
         // The library's text names its internals, not the client's mistake.
+      } catch (const Error& e) {
+        error = ApiError::from_error(e);
       } catch (const std::exception& e) {
-        message = e.what();
+        error = ApiError(500, e.what(), "server_error");
       } catch (...) {
       }
-      set_error(res, ApiError(500, message, "server_error"));
+      set_error(res, error);
     });
   }
 

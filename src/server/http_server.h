@@ -20,7 +20,9 @@
 //
 // Status codes: 400 invalid request (OpenAI error body naming the field), 401 missing API
 // key, 404 unknown model or path, 413 body too large, 415 body not JSON, 421 Host not
-// allowed (access_policy.h), 429 queue full, 500 engine failure, 503 shutting down.
+// allowed (access_policy.h), 429 queue full, 500 engine failure, 503 shutting down; for an
+// engine error the status comes from its ErrorKind (ApiError::from_error). Every request
+// gets one access-log line when its response is over (access_log.h).
 // Defaults where OpenAI leaves them to the server: max_tokens 16 for completions and the
 // rest of the context for chat; a max_tokens beyond the context ends with "length" at the
 // context limit; an absent seed is drawn at random per request.

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/check.h"
 #include "engine/generation.h"
 #include "server/chat_format.h"
 #include "server/tool_calls.h"
@@ -57,11 +58,19 @@ class ApiError : public std::exception {
   static ApiError not_found(std::string message, std::string param = {}, std::string code = {});
   // 404 for a request naming a model other than the served one.
   static ApiError model_not_found(const std::string& requested, const std::string& served);
+  // An engine error as the client sees it: status from its kind (http_status), its
+  // message() (never the source location), and OpenAI's type and code for it
+  // ("context_length_exceeded" for a ContextLengthError, "queue_full" for capacity,
+  // "shutting_down" with 503 for a ShuttingDownError). param names the field when known.
+  static ApiError from_error(const Error& error, std::string param = {});
 
  private:
   int status_;
   std::string message_, type_, param_, code_;
 };
+
+// invalid request 400, capacity 429, not found 404, internal 500.
+int http_status(ErrorKind kind);
 
 enum class Endpoint { kCompletions, kChat };
 

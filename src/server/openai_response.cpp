@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "engine/engine_loop.h"
+#include "engine/request_validation.h"
+
 namespace dspark {
 namespace {
 
@@ -49,6 +52,31 @@ ApiError ApiError::not_found(std::string message, std::string param, std::string
 ApiError ApiError::model_not_found(const std::string& requested, const std::string& served) {
   return not_found(fmt::format("The model '{}' does not exist; this server serves '{}'", requested, served), "model",
                    "model_not_found");
+}
+
+int http_status(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalidRequest: return 400;
+    case ErrorKind::kCapacity: return 429;
+    case ErrorKind::kNotFound: return 404;
+    case ErrorKind::kInternal: return 500;
+  }
+  return 500;
+}
+
+ApiError ApiError::from_error(const Error& error, std::string param) {
+  if (dynamic_cast<const ShuttingDownError*>(&error)) {
+    return ApiError(503, error.message(), "server_error", {}, "shutting_down");
+  }
+  switch (error.kind()) {
+    case ErrorKind::kInvalidRequest:
+      return bad_request(error.message(), std::move(param),
+                         dynamic_cast<const ContextLengthError*>(&error) ? "context_length_exceeded" : "invalid_value");
+    case ErrorKind::kCapacity: return ApiError(429, error.message(), "rate_limit_error", {}, "queue_full");
+    case ErrorKind::kNotFound: return not_found(error.message(), std::move(param));
+    case ErrorKind::kInternal: break;
+  }
+  return ApiError(http_status(error.kind()), error.message(), "server_error");
 }
 
 json make_choice(const ResponseContext& ctx, int64_t index, const std::string& text, FinishReason reason,

@@ -50,7 +50,7 @@ json tokenize(std::string_view text, const TokenizeContext& ctx) {
   } catch (const ApiError&) {
     throw;
   } catch (const Error& e) {
-    throw ApiError::bad_request(e.what(), body.contains("messages") ? "messages" : "prompt");
+    throw ApiError::bad_request(e.message(), body.contains("messages") ? "messages" : "prompt");
   }
   return {{"count", ids.size()}, {"max_model_len", ctx.max_model_len}, {"tokens", ids}};
 }

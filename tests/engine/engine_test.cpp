@@ -393,16 +393,17 @@ TEST(Engine, CancelFreesBlocksAndFinishesRequest) {
   Engine engine(*model, tok, EngineOptions{.max_running = 2, .max_batch_tokens = 64});
   FinishReason reason = FinishReason::kLength;
   bool finished = false;
-  const int64_t id = engine.add_request(prompts(1)[0], greedy(1000), [&](const RequestOutput& o) {
+  testing::RequestDriver driver(engine);
+  const int64_t id = driver.add(prompts(1)[0], greedy(1000), [&](const RequestOutput& o) {
     if (o.finished) {
       finished = true;
       reason = o.finish_reason;
     }
   });
-  for (int i = 0; i < 3; ++i) engine.step();
+  for (int i = 0; i < 3; ++i) driver.step();
   EXPECT_GT(engine.stats().kv_blocks_used, 0);
   engine.cancel(id);
-  engine.step();
+  driver.step();
   EXPECT_TRUE(finished);
   EXPECT_EQ(reason, FinishReason::kCancelled);
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
@@ -413,15 +414,14 @@ TEST(Engine, RejectsInvalidRequests) {
   auto model = load(models().target_dir);
   const Tokenizer tok = Tokenizer::from_dir(models().target_dir);
   Engine engine(*model, tok, EngineOptions{.max_running = 2, .max_batch_tokens = 64, .max_waiting = 1});
-  auto ignore = [](const RequestOutput&) {};
-  EXPECT_THROW(engine.add_request({}, greedy(4), ignore), Error);
-  EXPECT_THROW(engine.add_request(std::vector<int32_t>(256, 5), greedy(4), ignore), Error);  // fills the context
-  EXPECT_THROW(engine.add_request({5, 97}, greedy(4), ignore), Error);                      // id outside vocab
+  EXPECT_THROW(engine.add_request({}, greedy(4)), Error);
+  EXPECT_THROW(engine.add_request(std::vector<int32_t>(256, 5), greedy(4)), Error);  // fills the context
+  EXPECT_THROW(engine.add_request({5, 97}, greedy(4)), Error);                      // id outside vocab
   GenerationOptions bad = greedy(4);
   bad.sampling.top_p = 0;
-  EXPECT_THROW(engine.add_request({5}, bad, ignore), Error);
-  EXPECT_NO_THROW(engine.add_request({5}, greedy(4), ignore));
-  EXPECT_THROW(engine.add_request({5}, greedy(4), ignore), Error);  // queue full
+  EXPECT_THROW(engine.add_request({5}, bad), Error);
+  EXPECT_NO_THROW(engine.add_request({5}, greedy(4)));
+  EXPECT_THROW(engine.add_request({5}, greedy(4)), Error);  // queue full
 }
 
 TEST(Engine, MaxTokensAndContextLimit) {

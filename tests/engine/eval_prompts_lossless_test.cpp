@@ -13,6 +13,7 @@
 #include "bench/dataset.h"
 #include "engine/engine.h"
 #include "spec/proposer_factory.h"
+#include "support/engine_requests.h"
 
 namespace dspark {
 namespace {
@@ -69,12 +70,13 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   auto check = [&](const EngineOptions& options, const char* schedule) {
     Engine engine(*model, tokenizer, options, make_proposer(so, *model));
     std::vector<std::vector<int32_t>> spec(prompts.size());
+    testing::RequestDriver driver(engine);
     for (size_t i = 0; i < prompts.size(); ++i) {
-      engine.add_request(prompts[i], greedy, [&spec, i](const RequestOutput& o) {
+      driver.add(prompts[i], greedy, [&spec, i](const RequestOutput& o) {
         spec[i].insert(spec[i].end(), o.token_ids.begin(), o.token_ids.end());
       });
     }
-    while (engine.step()) {
+    while (driver.step()) {
     }
     for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(spec[i], plain[i]) << schedule << ", prompt " << i;
     EXPECT_GT(engine.spec_metrics().num_drafts, 0) << schedule;

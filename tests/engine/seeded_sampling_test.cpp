@@ -108,11 +108,12 @@ SeededRun run(Transformer& model, Speculator s, SpecSchedule schedule, const std
   GenerationOptions unseeded = seeded(0, 40);
   unseeded.sampling.position_keyed = false;
   unseeded.sampling.seed = 1234;
-  engine.add_request(repetitive_prompt(91), testing::greedy(40), [](const RequestOutput&) {});
-  engine.add_request(repetitive_prompt(92), unseeded, [](const RequestOutput&) {});
-  engine.add_request(prompt, g, collect);
-  engine.add_request(repetitive_prompt(93), seeded(g.sampling.seed + 1, 40), [](const RequestOutput&) {});
-  while (engine.step()) {
+  testing::RequestDriver driver(engine);
+  driver.add(repetitive_prompt(91), testing::greedy(40));
+  driver.add(repetitive_prompt(92), unseeded);
+  driver.add(prompt, g, collect);
+  driver.add(repetitive_prompt(93), seeded(g.sampling.seed + 1, 40));
+  while (driver.step()) {
   }
   out.metrics = engine.spec_metrics();
   return out;

@@ -2,11 +2,6 @@
 // key / content type / Host / CORS checks, slow and idle connections that must not hold
 // workers, pipelining, clients that leave a non-streaming request, memory after large
 // bodies, GET /v1/models/{id}, OpenAI's final stream chunk, clean JSON error messages.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -15,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "server/raw_connection.h"
 #include "server/test_server.h"
 
 namespace dspark {
@@ -26,6 +22,8 @@ using testing::TestServerOptions;
 using testing::http_get;
 using testing::http_post;
 using testing::http_stream;
+using testing::RawConnection;
+using testing::rss_bytes;
 using Clock = std::chrono::steady_clock;
 
 std::string completion(int64_t max_tokens, json extra = json::object()) {
@@ -40,50 +38,6 @@ httplib::Client client(int port) {
   c.set_connection_timeout(5);
   return c;
 }
-
-// A raw loopback connection, for what httplib's client cannot do (drip, pipeline, leave).
-class RawConnection {
- public:
-  explicit RawConnection(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  ~RawConnection() { close(); }
-  bool connected() const { return connected_; }
-  bool send(std::string_view data) { return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == ssize_t(data.size()); }
-  // Reads until `pred(all read so far)` or the peer closes or timeout; what was read.
-  std::string read_until(const std::function<bool(const std::string&)>& pred, std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (!pred(received_) && Clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) {
-        closed_by_peer_ = true;
-        break;
-      }
-      received_.append(buf, static_cast<size_t>(n));
-    }
-    return received_;
-  }
-  bool closed_by_peer() const { return closed_by_peer_; }
-  void close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  bool closed_by_peer_ = false;
-  std::string received_;
-};
 
 size_t count(const std::string& haystack, std::string_view needle) {
   size_t n = 0;
@@ -353,12 +307,6 @@ TEST(ServerHardening, NonStreamingRequestIsCancelledWhenItsClientLeaves) {
 
 // ---- 5. memory goes back after large bodies ----
 
-int64_t rss_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * sysconf(_SC_PAGESIZE);
-}
 
 TEST(ServerHardening, ResidentMemoryStaysBoundedAfterLargeBodies) {
   TestServerOptions o;

@@ -1,13 +1,16 @@
 // A few seconds of mixed traffic against one server — streaming and whole responses,
-// greedy and sampled, stop strings, chat, clients vanishing mid-stream, bad requests,
-// overload — then: every greedy answer equal to the offline one, every accepted request
-// finished exactly once, all KV blocks free, nothing running or waiting.
+// greedy and sampled, stop strings, chat, clients vanishing mid-stream, bad requests, an
+// oversized stop list, clients dripping their headers a byte at a time, overload — then:
+// every greedy answer equal to the offline one, every accepted request finished exactly
+// once, all KV blocks free, nothing running or waiting, resident memory within 20% of its
+// value after a warm-up round of the same traffic, and a greedy request answered as before.
 #include <atomic>
 #include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "server/raw_connection.h"
 #include "server/test_server.h"
 
 namespace dspark {
@@ -21,6 +24,7 @@ TEST(ServerSoak, MixedTrafficLeavesNothingBehind) {
   o.speculator = "ngram";
   o.max_running = 4;
   o.max_waiting = 3;  // 10 clients: some requests find the queue full
+  o.configure_http = [](HttpServerOptions& h) { h.request_read_timeout_seconds = 1.0; };
   TestServer server(o);
   const int port = server.port();
 
@@ -33,13 +37,13 @@ TEST(ServerSoak, MixedTrafficLeavesNothingBehind) {
     stop_text.push_back(offline.run(offline.encode(p), greedy_options(40, {"the", "."})).text);
   }
 
-  std::atomic<int64_t> accepted{0}, rejected{0}, mismatches{0}, unexpected{0}, requests{0};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(3000);
+  std::atomic<int64_t> accepted{0}, rejected{0}, mismatches{0}, unexpected{0}, requests{0}, dripped{0};
+  auto deadline = std::chrono::steady_clock::now();
   auto worker = [&](uint64_t seed) {
     std::mt19937_64 rng(seed);
     while (std::chrono::steady_clock::now() < deadline) {
       const size_t p = rng() % prompts.size();
-      const int kind = static_cast<int>(rng() % 7);
+      const int kind = static_cast<int>(rng() % 8);
       json body = {{"prompt", prompts[p]}, {"max_tokens", 24}, {"temperature", 0}};
       ++requests;
       int status = 0;
@@ -78,6 +82,11 @@ TEST(ServerSoak, MixedTrafficLeavesNothingBehind) {
           if (r.status != 400) ++unexpected;
           continue;  // never reaches the engine
         }
+        case 7: {  // more stop strings than allowed (64): refused before the engine
+          body["stop"] = std::vector<std::string>(65, "x");
+          if (http_post(port, "/v1/completions", body.dump()).status != 400) ++unexpected;
+          continue;
+        }
         case 5: {  // stop strings
           body.update({{"stop", {"the", "."}}, {"max_tokens", 40}});
           const auto r = http_post(port, "/v1/completions", body.dump());
@@ -102,28 +111,67 @@ TEST(ServerSoak, MixedTrafficLeavesNothingBehind) {
       }
     }
   };
-  std::vector<std::thread> clients;
-  for (uint64_t t = 0; t < 10; ++t) clients.emplace_back(worker, 100 + t);
-  for (auto& c : clients) c.join();
+  // A client that drips a request's headers a byte every 20 ms: the server closes it at
+  // its read deadline (1 s) without answering, and nobody else waits for it.
+  auto dripper = [&] {
+    const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+    while (std::chrono::steady_clock::now() < deadline) {
+      RawConnection c(port);
+      for (size_t i = 0; i < head.size() && c.send(head.substr(i, 1)); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      const std::string got = c.read_until([](const std::string&) { return false; }, std::chrono::seconds(2));
+      if (!c.closed_by_peer() || got.find("200 OK") != std::string::npos) ++unexpected;
+      ++dripped;
+    }
+  };
+  auto run_traffic = [&](std::chrono::milliseconds length, uint64_t seed) {
+    deadline = std::chrono::steady_clock::now() + length;
+    std::vector<std::thread> clients;
+    for (uint64_t t = 0; t < 10; ++t) clients.emplace_back(worker, seed + t);
+    clients.emplace_back(dripper);
+    for (auto& c : clients) c.join();
+    EXPECT_TRUE(wait_until_idle(port, std::chrono::milliseconds(5000)));
+  };
+  run_traffic(std::chrono::milliseconds(1500), 10);  // warm-up: arenas, buffers, kernels
+  const int64_t warm_rss = rss_bytes();
+  accepted = rejected = requests = 0;
+  const double rejected_before = *server_metric(port, "dspark:num_requests_rejected");
+  const double finished_before = [&] {
+    double f = 0;
+    const std::string page = http_get(port, "/metrics").body;
+    for (const char* reason : {"stop", "length", "cancelled", "error"}) {
+      f += *metric(page, std::string("dspark:num_requests_finished{finished_reason=\"") + reason + "\"}");
+    }
+    return f;
+  }();
+  run_traffic(std::chrono::milliseconds(4000), 100);
 
   EXPECT_EQ(mismatches, 0);
   EXPECT_EQ(unexpected, 0);
   EXPECT_GT(accepted, 20) << "too little traffic to mean anything";
   EXPECT_GT(rejected, 0) << "the queue limit was never reached";
-  ASSERT_TRUE(wait_until_idle(port, std::chrono::milliseconds(5000)));
+  EXPECT_GT(dripped, 1);
   const std::string page = http_get(port, "/metrics").body;
   double finished = 0;
   for (const char* reason : {"stop", "length", "cancelled", "error"}) {
     finished += *metric(page, std::string("dspark:num_requests_finished{finished_reason=\"") + reason + "\"}");
   }
-  EXPECT_EQ(finished, static_cast<double>(accepted));
+  EXPECT_EQ(finished - finished_before, static_cast<double>(accepted));
   EXPECT_EQ(*metric(page, "dspark:num_requests_finished{finished_reason=\"error\"}"), 0.0);
-  EXPECT_EQ(*metric(page, "dspark:num_requests_rejected"), static_cast<double>(rejected));
+  EXPECT_EQ(*metric(page, "dspark:num_requests_rejected") - rejected_before, static_cast<double>(rejected));
+  EXPECT_EQ(*metric(page, "dspark:kv_cache_blocks_used"), 0.0);
+  const int64_t end_rss = rss_bytes();
+  EXPECT_LE(end_rss, warm_rss + warm_rss / 5) << "resident memory grew from " << warm_rss << " to " << end_rss;
   EXPECT_GT(*metric(page, "dspark:num_requests_finished{finished_reason=\"cancelled\"}"), 0.0);
   EXPECT_EQ(server.loop().stats().in_flight, 0);
-  EXPECT_EQ(http_post(port, "/v1/completions", json{{"prompt", "Hi"}, {"max_tokens", 3}}.dump()).status, 200);
-  std::printf("[soak] %lld requests: %lld accepted, %lld refused (429)\n", static_cast<long long>(requests.load()),
-              static_cast<long long>(accepted.load()), static_cast<long long>(rejected.load()));
+  const auto after = http_post(port, "/v1/completions", json{{"prompt", prompts[0]}, {"max_tokens", 24}, {"temperature", 0}}.dump());
+  ASSERT_EQ(after.status, 200);
+  EXPECT_EQ(after.json["choices"][0]["text"], greedy_text[0]);
+  std::printf("[soak] %lld requests: %lld accepted, %lld refused (429), %lld dripping clients; RSS %.1f -> %.1f MB\n",
+              static_cast<long long>(requests.load()), static_cast<long long>(accepted.load()),
+              static_cast<long long>(rejected.load()), static_cast<long long>(dripped.load()), warm_rss / 1e6,
+              end_rss / 1e6);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <memory>
 #include <numbers>
 
+#include "support/engine_requests.h"
 #include "support/engine_runner.h"
 
 namespace dspark::testing {
@@ -42,10 +43,11 @@ std::vector<double> sampled_continuations(Engine& engine, const std::vector<int3
   g.max_tokens = length;
   g.ignore_eos = true;
   g.sampling = sp;
+  RequestDriver driver(engine);
   for (int i = 0; i < samples; ++i) {
     g.sampling.seed = static_cast<uint64_t>(i) + first_seed;
     auto tokens = std::make_shared<std::vector<int32_t>>();
-    engine.add_request(prompt, g, [tokens, &counts, vocab](const RequestOutput& o) {
+    driver.add(prompt, g, [tokens, &counts, vocab](const RequestOutput& o) {
       tokens->insert(tokens->end(), o.token_ids.begin(), o.token_ids.end());
       if (o.finished) {
         size_t code = 0;
@@ -54,9 +56,9 @@ std::vector<double> sampled_continuations(Engine& engine, const std::vector<int3
       }
     });
     // Keep the queue short: requests are admitted as the engine steps.
-    if (engine.stats().num_waiting >= 64) engine.step();
+    if (engine.stats().num_waiting >= 64) driver.step();
   }
-  while (engine.step()) {
+  while (driver.step()) {
   }
   for (double& c : counts) c /= samples;
   return counts;

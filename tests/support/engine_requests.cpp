@@ -30,6 +30,23 @@ std::vector<int32_t> repetitive_prompt(uint64_t seed) {
   return p;
 }
 
+int64_t RequestDriver::add(std::vector<int32_t> prompt, const GenerationOptions& options, Callback on_output) {
+  const int64_t id = engine_.add_request(std::move(prompt), options);
+  if (on_output) callbacks_.emplace(id, std::move(on_output));
+  return id;
+}
+
+bool RequestDriver::step() {
+  const bool stepped = engine_.step(outputs_);
+  for (const RequestOutput& out : outputs_) {
+    auto it = callbacks_.find(out.request_id);
+    if (it == callbacks_.end()) continue;
+    it->second(out);
+    if (out.finished) callbacks_.erase(it);
+  }
+  return stepped;
+}
+
 GenerationOptions greedy(int64_t max_tokens) {
   GenerationOptions g;
   g.max_tokens = max_tokens;
@@ -42,13 +59,14 @@ std::vector<std::vector<int32_t>> run_all(Engine& engine, const std::vector<std:
                                           const GenerationOptions& options) {
   std::vector<std::vector<int32_t>> out(prompts.size());
   std::vector<bool> done(prompts.size());
+  RequestDriver driver(engine);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    engine.add_request(prompts[i], options, [&, i](const RequestOutput& o) {
+    driver.add(prompts[i], options, [&, i](const RequestOutput& o) {
       out[i].insert(out[i].end(), o.token_ids.begin(), o.token_ids.end());
       if (o.finished) done[i] = true;
     });
   }
-  while (engine.step()) {
+  while (driver.step()) {
   }
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_TRUE(done[i]) << "request " << i;
   EXPECT_EQ(engine.stats().kv_blocks_used, 0) << "KV blocks leaked";

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +23,23 @@ std::filesystem::path write_tiny_engine_model(const std::string& name, uint64_t 
 std::unique_ptr<Transformer> load_tiny_engine_model(const std::filesystem::path& dir, int64_t max_sequences = 4);
 // 30 tokens with repeated 4-grams (so that n-gram lookup finds drafts), varied by seed.
 std::vector<int32_t> repetitive_prompt(uint64_t seed);
+
+// Per-request callbacks over Engine::step's outputs, for tests that follow several
+// requests at once.
+class RequestDriver {
+ public:
+  using Callback = std::function<void(const RequestOutput&)>;
+  explicit RequestDriver(Engine& engine) : engine_(engine) {}
+  // Engine::add_request; on_output receives that request's outputs.
+  int64_t add(std::vector<int32_t> prompt, const GenerationOptions& options, Callback on_output = {});
+  // One engine step, its outputs to their requests' callbacks; Engine::step's result.
+  bool step();
+
+ private:
+  Engine& engine_;
+  std::map<int64_t, Callback> callbacks_;
+  std::vector<RequestOutput> outputs_;
+};
 
 // Greedy decoding of exactly max_tokens tokens (EOS ignored).
 GenerationOptions greedy(int64_t max_tokens);

@@ -270,6 +270,33 @@ RegenResult run_regen(const RegenOptions& o) {
   const int64_t window = 2 * o.max_running;  // queued + running: keeps the batch full
   const double gen_start = now_seconds();
   double last_log = gen_start;
+  // Each step's outputs, to their pending prompt; a finished one is written out.
+  auto on_output = [&pending, &result, &out, &tokenizer, &log](const RequestOutput& r) {
+    auto it = pending.find(r.request_id);
+    if (it == pending.end()) return;
+    auto& tokens = it->second.tokens;
+    tokens.insert(tokens.end(), r.token_ids.begin(), r.token_ids.end());
+    if (!r.finished) return;
+    const RegenPrompt& p = *it->second.prompt;
+    if (r.finish_reason == FinishReason::kError || r.finish_reason == FinishReason::kCancelled) {
+      log(fmt::format("warning: prompt {} failed: {}", p.id, r.error));
+      ++result.failed;
+    } else {
+      RegenRecord rec;
+      rec.id = p.id;
+      rec.source = p.source;
+      rec.prompt = p.text;
+      rec.prompt_ids = p.ids;
+      rec.completion_ids = tokens;
+      rec.completion = tokenizer.decode(tokens);
+      rec.finish_reason = finish_name(r.finish_reason);
+      out << regen_record_to_json(rec) << '\n';
+      out.flush();
+      ++result.written;
+      result.generated_tokens += static_cast<int64_t>(tokens.size());
+    }
+    pending.erase(it);
+  };
   auto submit = [&]() {
     while (next < todo.size() && static_cast<int64_t>(pending.size()) < window) {
       const RegenPrompt* p = todo[next++];
@@ -287,32 +314,7 @@ RegenResult run_regen(const RegenOptions& o) {
       g.sampling.seed = o.seed ^ hash_string(p->id);
       int64_t id = 0;
       try {
-        id = engine.add_request(p->ids, g, [&pending, &result, &out, &tokenizer, &log](const RequestOutput& r) {
-        auto it = pending.find(r.request_id);
-        if (it == pending.end()) return;
-        auto& tokens = it->second.tokens;
-        tokens.insert(tokens.end(), r.token_ids.begin(), r.token_ids.end());
-        if (!r.finished) return;
-        const RegenPrompt& p = *it->second.prompt;
-        if (r.finish_reason == FinishReason::kError || r.finish_reason == FinishReason::kCancelled) {
-          log(fmt::format("warning: prompt {} failed: {}", p.id, r.error));
-          ++result.failed;
-        } else {
-          RegenRecord rec;
-          rec.id = p.id;
-          rec.source = p.source;
-          rec.prompt = p.text;
-          rec.prompt_ids = p.ids;
-          rec.completion_ids = tokens;
-          rec.completion = tokenizer.decode(tokens);
-          rec.finish_reason = finish_name(r.finish_reason);
-          out << regen_record_to_json(rec) << '\n';
-          out.flush();
-          ++result.written;
-          result.generated_tokens += static_cast<int64_t>(tokens.size());
-        }
-        pending.erase(it);
-      });
+        id = engine.add_request(p->ids, g);
       } catch (const Error& e) {
         log(fmt::format("warning: prompt {} refused: {}", p->id, e.what()));
         ++result.failed;
@@ -322,8 +324,10 @@ RegenResult run_regen(const RegenOptions& o) {
     }
   };
   submit();
+  std::vector<RequestOutput> outputs;
   while (engine.has_unfinished()) {
-    engine.step();
+    engine.step(outputs);
+    for (const RequestOutput& r : outputs) on_output(r);
     submit();
     const double now = now_seconds();
     if (now - last_log >= o.log_every_seconds || (!engine.has_unfinished() && next >= todo.size())) {

@@ -1,0 +1,135 @@
+#include "engine/output_processor.h"
+
+#include <algorithm>
+
+#include "core/clock.h"
+#include "engine/token_logprobs.h"
+
+namespace dspark {
+
+OutputProcessor::OutputProcessor(int64_t vocab_size, int64_t max_model_len, int32_t max_drafts,
+                                 const Tokenizer& tokenizer)
+    : vocab_(vocab_size),
+      max_model_len_(max_model_len),
+      tokenizer_(tokenizer),
+      logits_processor_(vocab_size),
+      rejection_sampler_(vocab_size),
+      probs_((max_drafts + 1) * vocab_size),
+      logprob_probs_(vocab_size) {
+  history_.reserve(max_model_len + max_drafts);
+}
+
+OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits, std::vector<RequestOutput>& outputs) {
+  const int64_t vocab = vocab_;
+  const int32_t num_drafts = static_cast<int32_t>(r.drafts.size());
+  const SamplingParams& sp = r.options.sampling;
+  // Target distributions p_0..p_L under the request's transform; the repetition penalty
+  // at draft position j sees the drafts before it, exactly as plain decoding would.
+  const bool penalised = sp.uses_history();
+  if (penalised) {
+    history_.assign(r.tokens.begin(), r.tokens.end());
+    history_.insert(history_.end(), r.drafts.begin(), r.drafts.end());
+  }
+  for (int32_t j = 0; j <= num_drafts; ++j) {
+    const std::span<const int32_t> history =
+        penalised ? std::span<const int32_t>(history_.data(), r.tokens.size() + j) : std::span<const int32_t>();
+    logits_processor_.to_probs(logits + j * vocab, probs_.data() + j * vocab, sp, history, r.num_prompt_tokens);
+  }
+  VerifyInput in;
+  in.draft_tokens = r.drafts;
+  in.draft_probs = r.draft_probs;
+  in.target_probs = probs_.data();
+  in.vocab_size = vocab;
+  in.greedy = sp.greedy();
+  in.position_keyed = sp.position_keyed;
+  in.seed = sp.seed;
+  in.first_position = static_cast<int64_t>(r.tokens.size());  // where row 0's token goes
+  const VerifyResult verdict = rejection_sampler_.verify(in, r.rng);
+  if (num_drafts > 0) {
+    const std::span<const float> confidence =
+        r.draft_confidence ? std::span<const float>(r.draft_confidence, num_drafts) : std::span<const float>();
+    r.spec_metrics.record_round(num_drafts, verdict.num_accepted, confidence);
+  }
+  // The anchor and the accepted drafts now have valid KV; the new token does not yet.
+  r.num_computed += 1 + verdict.num_accepted;
+
+  RequestOutput out;
+  bool finished = false;
+  // Row j of the target's distributions decided the token emitted at draft position j;
+  // its history is everything committed before that token.
+  auto emit = [&](int32_t j, int32_t token) {
+    const size_t history_length = r.tokens.size();
+    const size_t before = out.token_ids.size();
+    finished = append_token(r, token, out);
+    if (r.options.logprobs >= 0 && out.token_ids.size() > before) {
+      const std::span<const int32_t> history =
+          penalised ? std::span<const int32_t>(history_.data(), history_length) : std::span<const int32_t>();
+      out.logprobs.push_back(token_logprob(logits + j * vocab, probs_.data() + j * vocab, token, r, history));
+    }
+  };
+  for (int32_t j = 0; j < verdict.num_accepted && !finished; ++j) emit(j, r.drafts[j]);
+  if (!finished) emit(verdict.num_accepted, verdict.next_token);
+  r.drafts.clear();
+  if (!out.token_ids.empty() || !out.text.empty() || out.finished) {
+    out.request_id = r.id;
+    out.prompt_tokens = r.num_prompt_tokens;
+    out.output_tokens = r.num_output_tokens();
+    outputs.push_back(std::move(out));
+  }
+  return {num_drafts, verdict.num_accepted};
+}
+
+TokenLogprob OutputProcessor::token_logprob(const float* logits, const float* probs, int32_t token, const Request& r,
+                                            std::span<const int32_t> history) {
+  const SamplingParams& sp = r.options.sampling;
+  if (sp.greedy()) {
+    SamplingParams softmax = sp;
+    softmax.temperature = 1.0f;
+    softmax.top_k = 0;
+    softmax.top_p = 1.0f;
+    softmax.min_p = 0.0f;
+    logits_processor_.to_probs(logits, logprob_probs_.data(), softmax, history, r.num_prompt_tokens);
+    probs = logprob_probs_.data();
+  }
+  return dspark::token_logprob(probs, vocab_, token, std::min<int32_t>(r.options.logprobs, static_cast<int32_t>(vocab_)));
+}
+
+bool OutputProcessor::append_token(Request& r, int32_t token, RequestOutput& out) {
+  if (r.first_token_time == 0) r.first_token_time = now_seconds();
+  const auto& eos = tokenizer_.eos_ids();
+  if (!r.options.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) {
+    finish(r, FinishReason::kEos, out);
+    return true;
+  }
+  r.tokens.push_back(token);
+  out.token_ids.push_back(token);
+  out.text += r.text_stream.append(r.decoder.push(token));
+  if (r.text_stream.stopped()) {
+    finish(r, FinishReason::kStop, out);
+    return true;
+  }
+  if (r.num_output_tokens() >= r.options.max_tokens || static_cast<int64_t>(r.tokens.size()) >= max_model_len_) {
+    finish(r, FinishReason::kLength, out);
+    return true;
+  }
+  return false;
+}
+
+void OutputProcessor::finish(Request& r, FinishReason reason, RequestOutput& out) {
+  if (reason != FinishReason::kStop && reason != FinishReason::kCancelled && reason != FinishReason::kError) {
+    out.text += r.text_stream.append(r.decoder.flush());
+  }
+  out.text += r.text_stream.finish();
+  r.finish_reason = reason;
+  r.finish_time = now_seconds();
+  r.state = RequestState::kFinished;
+  out.request_id = r.id;
+  out.finished = true;
+  out.finish_reason = reason;
+  out.prompt_tokens = r.num_prompt_tokens;
+  out.cached_prompt_tokens = std::max<int64_t>(r.num_cached_prompt_tokens, 0);
+  out.output_tokens = r.num_output_tokens();
+  out.spec_metrics = r.spec_metrics;
+}
+
+}  // namespace dspark

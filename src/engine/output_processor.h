@@ -1,0 +1,61 @@
+// OutputProcessor: turns the target's logits for a request that reached the end of its
+// committed tokens into committed tokens and what the request's submitter is told. In
+// order: the request's sampling transform of every row (penalties see the drafts before
+// each position, as plain decoding would), the rejection sampler over its drafts
+// (accepted drafts, then a recovered or bonus token), log-probabilities, detokenization
+// and stop strings, and the finish conditions (EOS, stop string, max_tokens, context).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/request.h"
+#include "kernels/sampling.h"
+#include "model/tokenizer.h"
+#include "spec/rejection_sampler.h"
+
+namespace dspark {
+
+class OutputProcessor {
+ public:
+  // max_drafts: the most drafts a request verifies in one round.
+  OutputProcessor(int64_t vocab_size, int64_t max_model_len, int32_t max_drafts, const Tokenizer& tokenizer);
+
+  // What verification made of one round.
+  struct Verdict {
+    int32_t num_drafts = 0;    // drafts verified
+    int32_t num_accepted = 0;  // of those, accepted
+  };
+  // logits: [request.drafts.size() + 1, vocab], the target's rows for the request's last
+  // committed token and each draft. Commits the accepted drafts and the next token
+  // (num_computed moves past the anchor and the accepted drafts), records the round in
+  // the request's own metrics, and appends its output to `outputs` when there is news.
+  Verdict commit(Request& request, const float* logits, std::vector<RequestOutput>& outputs);
+
+  // Marks the request finished with `reason` and completes its final output (held-back
+  // text flushed unless it stopped, was cancelled or failed). Frees nothing: the
+  // scheduler releases finished requests.
+  void finish(Request& request, FinishReason reason, RequestOutput& out);
+
+ private:
+  // Appends one token; returns true when the request finished.
+  bool append_token(Request& request, int32_t token, RequestOutput& out);
+  // The log-probabilities reported for `token`, emitted from one row of the target:
+  // logits [vocab] and probs [vocab] (p under the request's transform); history as for
+  // that row's p. A greedy request's p is one-hot, so its report is the log-softmax of
+  // the penalised logits instead.
+  TokenLogprob token_logprob(const float* logits, const float* probs, int32_t token, const Request& request,
+                             std::span<const int32_t> history);
+
+  int64_t vocab_;
+  int64_t max_model_len_;
+  const Tokenizer& tokenizer_;
+  LogitsProcessor logits_processor_;
+  RejectionSampler rejection_sampler_;
+  std::vector<float> probs_;          // [max_drafts + 1, vocab] target p of one request
+  std::vector<int32_t> history_;      // committed + drafts, for the penalties
+  std::vector<float> logprob_probs_;  // [vocab] a greedy request's untruncated p (logprobs)
+};
+
+}  // namespace dspark

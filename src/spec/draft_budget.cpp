@@ -1,0 +1,78 @@
+#include "spec/draft_budget.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace dspark {
+
+DraftBudget::DraftBudget(int32_t num_speculative_tokens, int64_t max_running, std::shared_ptr<const StepCostTable> cost)
+    : cost_(std::move(cost)),
+      drafter_cost_(max_running),
+      expected_survival_(num_speculative_tokens, 0.0),
+      survival_(max_running, std::vector<double>(num_speculative_tokens)) {
+  DSPARK_CHECK(cost_ != nullptr, "the adaptive speculation schedule needs a step-cost profile (SPS table)");
+  views_.reserve(max_running);
+  chosen_.reserve(max_running);
+}
+
+double DraftBudget::acceptance_estimate(size_t position, const SpecDecodeMetrics& measured) {
+  // The pass rate measured at this position (accepted once every earlier draft was; not
+  // accepted / drafted, which is already the survival through it and would compound in
+  // the product).
+  constexpr int64_t kMinObservations = 32;
+  const auto& reached = measured.reached_per_position;
+  const bool enough = position < reached.size() && reached[position] >= kMinObservations;
+  return enough ? measured.position_pass_rate(static_cast<int32_t>(position)) : 1.0;
+}
+
+int32_t DraftBudget::drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured) {
+  const int32_t k = static_cast<int32_t>(expected_survival_.size());
+  const double draft_seconds = drafter_cost_.seconds(num_decoding);
+  int32_t budget = PrefixScheduler::max_useful_drafts(num_decoding, k, *cost_, draft_seconds);
+  double a = 1.0;
+  for (size_t i = 0; i < expected_survival_.size(); ++i) {
+    a *= acceptance_estimate(i, measured);
+    expected_survival_[i] = a;
+  }
+  const int32_t useful = PrefixScheduler::expected_useful_drafts(num_decoding, budget, expected_survival_, *cost_);
+  budget = PrefixScheduler::expected_useful_drafts(num_decoding, budget, expected_survival_, *cost_, draft_seconds);
+  constexpr int64_t kRemeasureEvery = 64;
+  if (budget == 0 && useful > 0 && ++steps_without_drafting_ >= kRemeasureEvery) budget = useful;
+  if (budget > 0) steps_without_drafting_ = 0;
+  return budget;
+}
+
+void DraftBudget::record_drafting(int64_t num_drafting, double seconds) {
+  if (num_drafting > 0) drafter_cost_.record(num_drafting, seconds);
+}
+
+double DraftBudget::choose_lengths(std::span<const Candidate> candidates, int64_t num_decoding,
+                                   const SpecDecodeMetrics& measured, std::span<int32_t> lengths) {
+  DSPARK_CHECK(lengths.size() == candidates.size() && static_cast<int64_t>(candidates.size()) <= num_decoding &&
+                   candidates.size() <= survival_.size(),
+               "choose_lengths: {} candidates, {} lengths, {} decoding", candidates.size(), lengths.size(), num_decoding);
+  if (num_decoding == 0) return 0.0;
+  views_.clear();
+  for (size_t r = 0; r < candidates.size(); ++r) {
+    const Candidate& c = candidates[r];
+    std::vector<double>& a = survival_[r];
+    double s = 1.0;
+    for (int32_t i = 0; i < c.num_drafts; ++i) {
+      const double p = c.confidence ? static_cast<double>(c.confidence[i]) : acceptance_estimate(i, measured);
+      s *= std::clamp(p, 0.0, 1.0);
+      a[i] = s;
+    }
+    views_.emplace_back(a.data(), c.num_drafts);
+  }
+  // Requests without drafts still verify their anchor: they count in R with no candidates.
+  for (int64_t i = static_cast<int64_t>(candidates.size()); i < num_decoding; ++i) views_.emplace_back();
+  chosen_.assign(views_.size(), 0);
+  // The drafter has run for the requests that drafted: its time is the step's overhead.
+  const double predicted = prefix_scheduler_.choose(views_, *cost_, chosen_,
+                                                    drafter_cost_.seconds(static_cast<int64_t>(candidates.size())));
+  std::copy_n(chosen_.begin(), lengths.size(), lengths.begin());
+  return predicted;
+}
+
+}  // namespace dspark

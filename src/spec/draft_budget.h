@@ -1,0 +1,69 @@
+// DraftBudget: the adaptive schedule's two decisions around one engine step (DESIGN §5),
+// next to the prefix scheduler it drives.
+//
+//   before drafting  how many drafts per request are worth making at this load: never
+//                    more than the admission could take even if every draft were
+//                    accepted, and none when the drafts' expected saving does not cover
+//                    the drafter's own measured time (drafting for a busy machine is pure
+//                    loss). Now and then it drafts anyway, so that one stale or unlucky
+//                    measurement cannot switch the drafter off for good.
+//   after drafting   how many of each request's drafts to verify: PrefixScheduler::choose
+//                    over per-request survival a_{r,i} = prod_{j<=i} c_{r,j}, with the
+//                    drafter's confidences c, or for proposers without a confidence head
+//                    the pass rates measured so far (optimistic, 1, until a position has
+//                    been reached often enough to be measured).
+//
+// Both decisions read the same survival estimates: a budget that drafted positions the
+// admission then never verified would pay for the drafter and never measure it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "spec/drafter_cost.h"
+#include "spec/prefix_scheduler.h"
+#include "spec/spec_metrics.h"
+
+namespace dspark {
+
+class DraftBudget {
+ public:
+  DraftBudget(int32_t num_speculative_tokens, int64_t max_running, std::shared_ptr<const StepCostTable> cost);
+
+  // Drafts per request worth making this step, with num_decoding requests decoding.
+  // measured: the engine's acceptance counts so far.
+  int32_t drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured);
+  // The drafter's wall time for one propose() over num_drafting requests.
+  void record_drafting(int64_t num_drafting, double seconds);
+
+  // One decoding request's drafts, as the verification length choice sees them.
+  struct Candidate {
+    int32_t num_drafts = 0;
+    const float* confidence = nullptr;  // [num_drafts] c_j, or null
+  };
+  // lengths[i]: drafts of candidates[i] to verify. num_decoding >= candidates.size(): the
+  // decoding requests without drafts verify their anchor only, but count in the load.
+  // Returns the expected number of accepted drafts.
+  double choose_lengths(std::span<const Candidate> candidates, int64_t num_decoding, const SpecDecodeMetrics& measured,
+                        std::span<int32_t> lengths);
+
+  const StepCostTable& cost() const { return *cost_; }
+
+ private:
+  // Survival factor of a draft position for proposers without confidences: the measured
+  // pass rate once the position has enough observations, 1 before.
+  static double acceptance_estimate(size_t position, const SpecDecodeMetrics& measured);
+
+  std::shared_ptr<const StepCostTable> cost_;
+  PrefixScheduler prefix_scheduler_;
+  DrafterCost drafter_cost_;
+  int64_t steps_without_drafting_ = 0;  // steps the drafter's cost alone kept it idle
+  std::vector<double> expected_survival_;          // [K] the budget's estimate
+  std::vector<std::vector<double>> survival_;      // [max_running][K] a_{r,i}
+  std::vector<std::span<const double>> views_;     // [max_running]
+  std::vector<int32_t> chosen_;                    // [max_running] the prefix scheduler's lengths
+};
+
+}  // namespace dspark
