@@ -36,6 +36,9 @@ struct ServeArgs {
   std::string chat_template;  // a Jinja file overriding the model's own template
   AccessPolicyOptions access;
   std::string log_level = "info";
+  double read_timeout_s = 30;        // HttpServerOptions::request_read_timeout_seconds
+  double keep_alive_timeout_s = 5;   // HttpServerOptions::keep_alive_seconds
+  int64_t max_connections = 1000;    // HttpServerOptions::max_connections
 };
 
 std::string default_model_name(const std::string& dir) {
@@ -90,6 +93,16 @@ void run_serve(ServeArgs& args) {
       args.served_model_name.empty() ? default_model_name(args.model.model_dir) : args.served_model_name;
   server_options.num_threads = args.http_threads;
   server_options.access = args.access;
+  server_options.request_read_timeout_seconds = args.read_timeout_s;
+  server_options.keep_alive_seconds = args.keep_alive_timeout_s;
+  server_options.max_connections = args.max_connections;
+  if (server_options.access.allowed_hosts.empty()) {
+    server_options.access.allowed_hosts = default_allowed_hosts(args.host);
+    if (server_options.access.allowed_hosts.empty()) {
+      logger().warn("bound to {}: Host names are not checked; give --allowed-hosts with the names clients use",
+                    args.host);
+    }
+  }
   const ChatFormat chat_format = args.chat_template.empty()
                                      ? ChatFormat::from_model_dir(args.model.model_dir)
                                      : ChatFormat::from_template_file(args.chat_template, args.model.model_dir);
@@ -151,9 +164,21 @@ void register_serve(CLI::App& app) {
                   "Require 'Authorization: Bearer KEY' on every /v1/* request (/health and /metrics stay open)")
       ->envname("DSPARK_API_KEY");
   cmd->add_option("--allowed-hosts", args->access.allowed_hosts,
-                  "Comma-separated Host names the server answers to (others get 421); default any. Use when "
-                  "binding to a non-loopback address")
+                  "Comma-separated Host names the /v1 API answers to (others get 421). Default: on a loopback "
+                  "address localhost, 127.0.0.1 and [::1]; on any other address any name")
       ->delimiter(',');
+  cmd->add_option("--read-timeout", args->read_timeout_s,
+                  "Seconds within which a request's head and body must arrive (slow clients are closed)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--keep-alive-timeout", args->keep_alive_timeout_s,
+                  "Seconds an idle keep-alive connection stays open")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-connections", args->max_connections,
+                  "Open client connections at most; at the cap the one parked (idle) longest is closed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--cors-origin", args->access.cors_origin,
                   "Send CORS headers for this origin ('*' = any) and answer preflights; default no CORS");
   cmd->add_option("--log-level", args->log_level,

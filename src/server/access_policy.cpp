@@ -41,6 +41,15 @@ bool is_json_content_type(std::string_view value) {
 
 }  // namespace
 
+std::vector<std::string> default_allowed_hosts(const std::string& bind_host) {
+  const std::string name = lower(bind_host);
+  const bool loopback = name == "localhost" || name == "::1" || name == "[::1]" || name.rfind("127.", 0) == 0;
+  if (!loopback) return {};
+  std::vector<std::string> hosts = {"localhost", "127.0.0.1", "[::1]"};
+  if (name.rfind("127.", 0) == 0 && name != "127.0.0.1") hosts.push_back(name);
+  return hosts;
+}
+
 AccessPolicy::AccessPolicy(AccessPolicyOptions options) : options_(std::move(options)) {
   for (std::string& h : options_.allowed_hosts) h = host_name(h);
 }

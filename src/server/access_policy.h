@@ -3,7 +3,8 @@
 //
 //   Host       with allowed_hosts, a /v1/* request's Host header must name one of them
 //              (421 otherwise): a DNS-rebinding page cannot reach the API under its own
-//              name. Meant for binding to a non-loopback address; applies whenever given.
+//              name. `dspark serve` bound to a loopback address defaults to the loopback
+//              names (default_allowed_hosts); bound elsewhere, to any name unless given.
 //   CORS       no Access-Control-* headers unless cors_origin is set; then every response
 //              carries it and OPTIONS preflights get 204 (browsers send no credentials on
 //              a preflight, so it is answered before the key check).
@@ -29,6 +30,12 @@ struct AccessPolicyOptions {
   std::vector<std::string> allowed_hosts;  // Host names accepted (port ignored); empty = any
   std::string cors_origin;                 // empty = no CORS; "*" or one origin
 };
+
+// The Host names a server bound to `bind_host` answers to when none are given: for a
+// loopback address ("127.x.y.z", "::1", "localhost") the loopback names, so that a web
+// page whose own name its DNS rebinds to 127.0.0.1 gets 421; for any other address none
+// (an empty list: any name; the operator knows the names clients use).
+std::vector<std::string> default_allowed_hosts(const std::string& bind_host);
 
 class AccessPolicy {
  public:

@@ -127,6 +127,28 @@ TEST(ServerHardening, AllowedHostsAreCheckedAgainstTheHostHeader) {
   EXPECT_EQ(health->status, 200);
 }
 
+TEST(ServerHardening, ALoopbackServerAnswersOnlyToLoopbackNamesByDefault) {
+  EXPECT_EQ(default_allowed_hosts("127.0.0.1"), (std::vector<std::string>{"localhost", "127.0.0.1", "[::1]"}));
+  EXPECT_EQ(default_allowed_hosts("::1"), (std::vector<std::string>{"localhost", "127.0.0.1", "[::1]"}));
+  EXPECT_EQ(default_allowed_hosts("127.0.1.1").back(), "127.0.1.1");
+  EXPECT_TRUE(default_allowed_hosts("0.0.0.0").empty());
+  EXPECT_TRUE(default_allowed_hosts("10.1.2.3").empty());
+
+  // What `dspark serve` sets up on 127.0.0.1: a DNS-rebinding page's name gets 421.
+  TestServerOptions o;
+  o.configure_http = [](HttpServerOptions& h) { h.access.allowed_hosts = default_allowed_hosts(h.host); };
+  TestServer server(o);
+  auto c = client(server.port());
+  auto rebound = c.Get("/v1/models", httplib::Headers{{"Host", "attacker.example:8000"}});
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 421);
+  for (const char* host : {"127.0.0.1:8000", "localhost", "[::1]:8000"}) {
+    auto ok = c.Get("/v1/models", httplib::Headers{{"Host", host}});
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << host;
+  }
+}
+
 TEST(ServerHardening, CorsHeadersOnlyWhenAnOriginIsConfigured) {
   {
     TestServer server;
