@@ -46,18 +46,7 @@ struct Fixture {
   BlockTable table;
 
   Fixture(DType compute, Isa isa, WeightQuantization quantization) {
-    testing::TinyModelSpec spec;
-    spec.model_type = "llama";
-    spec.vocab_size = 8192;
-    spec.hidden_size = 512;
-    spec.num_layers = 8;
-    spec.num_heads = 8;
-    spec.num_kv_heads = 4;
-    spec.head_dim = 64;
-    spec.intermediate_size = 1536;
-    spec.max_position_embeddings = 1024;
-    spec.tie_word_embeddings = true;
-    spec.file_dtype = DType::kBF16;
+    const testing::TinyModelSpec spec = testing::tiny_target_shape();
     static const auto dir = testing::write_tiny_model(spec, testing::make_temp_dir("decode-bench"));
     TransformerOptions opts;
     opts.compute = compute;

@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/dataset.h"
-#include "bench/load_generator.h"
-#include "bench/multi_turn.h"
+#include "loadgen/dataset.h"
+#include "loadgen/load_generator.h"
+#include "loadgen/multi_turn.h"
 #include "cli/commands.h"
 #include "core/check.h"
 #include "core/clock.h"

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/dataset.h"
+#include "loadgen/dataset.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "core/check.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/dataset.h"
+#include "loadgen/dataset.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "core/check.h"

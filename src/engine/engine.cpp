@@ -116,6 +116,13 @@ int64_t Engine::add_request(std::vector<int32_t> prompt, const GenerationOptions
   auto request = std::make_unique<Request>(next_request_id_++, std::move(prompt), options, tokenizer_);
   request->arrival_time = now_seconds();
   if (proposer_) request->spec_metrics = SpecDecodeMetrics(proposer_->num_speculative_tokens());
+  if (options.response_format == ResponseFormat::kJsonObject) {
+    if (!json_masker_) {
+      json_masker_ = std::make_unique<JsonTokenMasker>(
+          token_bytes(tokenizer_, model_.config().vocab_size, tokenizer_.eos_ids()));
+    }
+    request->json = std::make_unique<JsonConstraint>(*json_masker_);
+  }
   const int64_t id = request->id;
   scheduler_.add(std::move(request));
   return id;
@@ -217,6 +224,9 @@ void Engine::propose_drafts() {
     DSPARK_CHECK(static_cast<int64_t>(d.tokens.size()) <= draft_requests_[i].max_drafts,
                  "proposer returned {} drafts, more than the {} asked for", d.tokens.size(), draft_requests_[i].max_drafts);
     r.drafts.assign(d.tokens.begin(), d.tokens.end());
+    // Drafts past the first that breaks the JSON output could never be accepted (the
+    // masked target gives them probability 0): cut them before anyone verifies them.
+    if (r.json) r.drafts.resize(r.json->valid_prefix_length(r.drafts));
     r.draft_probs = d.probs;
     r.draft_confidence = d.confidence;
   }

@@ -33,6 +33,14 @@ struct TokenLogprob {
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
 
+// What shape the output must have (OpenAI's response_format).
+enum class ResponseFormat {
+  kText,
+  kJsonObject,  // a JSON object: the target's logits are masked to tokens that keep the
+                // output a prefix of one (structured/json_constraint.h); the request
+                // finishes ("stop") when the object closes
+};
+
 struct GenerationOptions {
   int64_t max_tokens = 128;             // generated tokens at most
   SamplingParams sampling;              // temperature 0 = greedy
@@ -41,6 +49,7 @@ struct GenerationOptions {
   int32_t logprobs = -1;                // -1 = off; n in [0, 20]: each token's log-prob and the top n
   int32_t max_spec_tokens = -1;         // drafts verified per round at most (0 = no speculation);
                                         // -1 = as the engine's speculator and schedule decide
+  ResponseFormat response_format = ResponseFormat::kText;
 
   void validate() const;                // throws Error (kInvalidRequest) naming the bad field
 };

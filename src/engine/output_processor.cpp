@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/check.h"
 #include "core/clock.h"
 #include "engine/token_logprobs.h"
 
@@ -16,12 +17,22 @@ OutputProcessor::OutputProcessor(int64_t vocab_size, int64_t max_model_len, int3
       rejection_sampler_(vocab_size),
       probs_((max_drafts + 1) * vocab_size),
       logprob_probs_(vocab_size) {
+  // masked_ is sized at the first constrained request.
   history_.reserve(max_model_len + max_drafts);
 }
 
 OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits, std::vector<RequestOutput>& outputs) {
   const int64_t vocab = vocab_;
   const int32_t num_drafts = static_cast<int32_t>(r.drafts.size());
+  if (r.json) {
+    // Row j is masked for the output plus drafts 0..j-1 (all valid: the engine cut the
+    // drafts at the first invalid one). Drafts and verification then see the same
+    // distribution the plain constrained decoding would: still lossless.
+    masked_.resize(std::max(masked_.size(), static_cast<size_t>((num_drafts + 1) * vocab)));
+    std::copy_n(logits, (num_drafts + 1) * vocab, masked_.data());
+    r.json->mask_rows(masked_.data(), vocab, r.drafts);
+    logits = masked_.data();
+  }
   const SamplingParams& sp = r.options.sampling;
   // Target distributions p_0..p_L under the request's transform; the repetition penalty
   // at draft position j sees the drafts before it, exactly as plain decoding would.
@@ -107,6 +118,13 @@ bool OutputProcessor::append_token(Request& r, int32_t token, RequestOutput& out
   if (r.text_stream.stopped()) {
     finish(r, FinishReason::kStop, out);
     return true;
+  }
+  if (r.json) {
+    DSPARK_CHECK(r.json->accept_token(token), "token {} does not continue the JSON output", token);
+    if (r.json->complete()) {  // the object closed: nothing may follow
+      finish(r, FinishReason::kStop, out);
+      return true;
+    }
   }
   if (r.num_output_tokens() >= r.options.max_tokens || static_cast<int64_t>(r.tokens.size()) >= max_model_len_) {
     finish(r, FinishReason::kLength, out);

@@ -1,7 +1,8 @@
 // OutputProcessor: turns the target's logits for a request that reached the end of its
 // committed tokens into committed tokens and what the request's submitter is told. In
-// order: the request's sampling transform of every row (penalties see the drafts before
-// each position, as plain decoding would), the rejection sampler over its drafts
+// order: for a constrained request (response_format json_object) the mask of every row for
+// the output so far plus the drafts before it, the request's sampling transform of every
+// row (penalties see the drafts before each position, as plain decoding would), the rejection sampler over its drafts
 // (accepted drafts, then a recovered or bonus token), log-probabilities, detokenization
 // and stop strings, and the finish conditions (EOS, stop string, max_tokens, context).
 #pragma once
@@ -56,6 +57,7 @@ class OutputProcessor {
   std::vector<float> probs_;          // [max_drafts + 1, vocab] target p of one request
   std::vector<int32_t> history_;      // committed + drafts, for the penalties
   std::vector<float> logprob_probs_;  // [vocab] a greedy request's untruncated p (logprobs)
+  std::vector<float> masked_;         // [max_drafts + 1, vocab] a constrained request's logits, masked
 };
 
 }  // namespace dspark

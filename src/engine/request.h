@@ -20,6 +20,7 @@
 #include "engine/generation.h"
 #include "engine/prefix_cache.h"
 #include "engine/text_stream.h"
+#include "structured/json_constraint.h"
 #include "model/tokenizer.h"
 #include "spec/spec_metrics.h"
 
@@ -64,6 +65,7 @@ struct Request {
   const float* draft_probs = nullptr;  // [drafts, vocab] q, or null (one-hot)
   const float* draft_confidence = nullptr;  // [drafts] or null
 
+  std::unique_ptr<JsonConstraint> json;  // response_format json_object: the output as a JSON prefix
   StreamingDecoder decoder;
   TextStream text_stream;
   SpecDecodeMetrics spec_metrics;

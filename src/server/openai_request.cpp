@@ -323,15 +323,19 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
     }
     r.n = *n;
   }
-  // Constrained decoding is not available: a JSON mode silently ignored would hand the
-  // client text it cannot parse.
+  // JSON mode is constrained decoding (the output is always a prefix of a JSON object);
+  // schemas are not: ignoring one would hand the client JSON of the wrong shape.
   if (const json* format = f.get("response_format")) {
     if (!format->is_object()) throw wrong_type("response_format", "an object", *format);
     const json* type = Fields(*format, "response_format.").get("type");
     if (!type || !type->is_string()) {
       throw ApiError::bad_request("'response_format.type' is required", "response_format.type");
     }
-    if (*type != "text") throw unsupported("response_format", fmt::format("response_format {}", type->dump()));
+    if (*type == "json_object") {
+      r.options.response_format = ResponseFormat::kJsonObject;
+    } else if (*type != "text") {
+      throw unsupported("response_format", fmt::format("response_format {}", type->dump()));
+    }
   }
 
   // max_completion_tokens supersedes the older max_tokens (both are accepted).

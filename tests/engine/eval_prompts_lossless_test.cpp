@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/dataset.h"
+#include "loadgen/dataset.h"
 #include "engine/engine.h"
 #include "spec/proposer_factory.h"
 #include "support/engine_requests.h"

@@ -25,8 +25,7 @@ std::filesystem::path write_model(uint64_t seed, int64_t layers, DType file_dtyp
   spec.num_layers = layers;
   spec.seed = seed;
   spec.file_dtype = file_dtype;
-  const auto dir = testing::write_tiny_model(spec, testing::make_temp_dir(name));
-  return testing::write_tiny_tokenizer(dir, kVocab, 'a');
+  return testing::write_tiny_model_with_tokenizer(spec, name, 'a');
 }
 
 // Two drafters: an unrelated random model (most drafts rejected: exercises the residual

@@ -50,6 +50,9 @@ TEST(OpenAiProtocol, ParsesEveryCompletionField) {
   EXPECT_EQ(r.options.max_spec_tokens, 2);
   EXPECT_EQ(r.n, 1);
   EXPECT_EQ(parse_request(R"({"prompt": "x", "n": 3, "response_format": {"type": "text"}})", Endpoint::kCompletions).n, 3);
+  EXPECT_EQ(parse_request(R"({"prompt": "x", "response_format": {"type": "json_object"}})", Endpoint::kCompletions)
+                .options.response_format,
+            ResponseFormat::kJsonObject);
 }
 
 TEST(OpenAiProtocol, LogprobsFieldsPerEndpoint) {
@@ -177,7 +180,6 @@ TEST(OpenAiProtocol, BadInputIs400NamingTheField) {
       {R"({"prompt": "x", "ignore_eos": 1})", "ignore_eos"},
       {R"({"prompt": "x", "n": 0})", "n"},
       {R"({"prompt": "x", "n": 17})", "n"},
-      {R"({"prompt": "x", "response_format": {"type": "json_object"}})", "response_format"},
       {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {}}})", "response_format"},
       {R"({"prompt": "x", "response_format": "json"})", "response_format"},
       {R"({"prompt": "x", "best_of": 3})", "best_of"},

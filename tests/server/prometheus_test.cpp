@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/bench_report.h"
+#include "loadgen/bench_report.h"
 #include "core/check.h"
 #include "server/prometheus.h"
 #include "server/server_metrics.h"

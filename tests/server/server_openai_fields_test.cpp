@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "server/test_server.h"
+#include "structured/json_matcher.h"
 
 namespace dspark {
 namespace {
@@ -323,6 +324,40 @@ TEST(ServerOpenAiFields, RepeatedPromptsReportCachedTokensAndTheHitRate) {
   EXPECT_EQ(server_metric(server.port(), "dspark:prefix_cache_hits"), 2.0 * static_cast<double>(expected_cached));
   EXPECT_GT(*server_metric(server.port(), "dspark:kv_cache_blocks_cached"), 0.0);
   EXPECT_EQ(server_metric(server.port(), "dspark:kv_cache_blocks_used"), 0.0);
+}
+
+}  // namespace
+}  // namespace dspark
+
+namespace dspark {
+namespace {
+
+TEST(ServerOpenAiFields, JsonObjectResponsesStayInsideOneJsonObject) {
+  TestServer server;
+  for (const bool stream : {false, true}) {
+    json body = {{"model", "stories"}, {"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0},
+                 {"response_format", {{"type", "json_object"}}}};
+    std::string text, finish;
+    if (stream) {
+      body["stream"] = true;
+      const auto r = http_stream(server.port(), "/v1/completions", body.dump());
+      ASSERT_TRUE(r.done);
+      text = r.text;
+      finish = r.finish_reason;
+    } else {
+      const auto r = http_post(server.port(), "/v1/completions", body.dump());
+      ASSERT_EQ(r.status, 200) << r.body;
+      text = r.json["choices"][0]["text"];
+      finish = r.json["choices"][0]["finish_reason"];
+    }
+    JsonMatcher m{JsonMatcherOptions{}};
+    EXPECT_TRUE(m.advance(text)) << text;
+    EXPECT_NE(text.find('{'), std::string::npos) << text;
+    if (finish == "stop") EXPECT_TRUE(json::parse(text, nullptr, false).is_object()) << text;
+  }
+  json schema = {{"model", "stories"}, {"prompt", "x"},
+                 {"response_format", {{"type", "json_schema"}, {"json_schema", json::object()}}}};
+  EXPECT_EQ(http_post(server.port(), "/v1/completions", schema.dump()).status, 400);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include <httplib.h>
 
-#include "bench/sse_parser.h"
+#include "loadgen/sse_parser.h"
 #include "spec/proposer_factory.h"
 
 namespace dspark::testing {

@@ -28,8 +28,7 @@ const std::filesystem::path& target_dir() {
   static const auto dir = [] {
     testing::TinyModelSpec spec;
     spec.num_layers = 2;
-    auto d = testing::write_tiny_model(spec, testing::make_temp_dir("dspark-engine-target"));
-    return testing::write_tiny_tokenizer(d, 97);
+    return testing::write_tiny_model_with_tokenizer(spec, "dspark-engine-target");
   }();
   return dir;
 }

@@ -28,8 +28,7 @@ const std::filesystem::path& target_dir() {
     spec.vocab_size = kVocab;
     spec.num_layers = 2;
     spec.seed = 11;
-    const auto d = testing::write_tiny_model(spec, testing::make_temp_dir("dspark-stat-target"));
-    return testing::write_tiny_tokenizer(d, kVocab, 'a');
+    return testing::write_tiny_model_with_tokenizer(spec, "dspark-stat-target", 'a');
   }();
   return dir;
 }

@@ -13,7 +13,7 @@ std::filesystem::path write_tiny_engine_model(const std::string& name, uint64_t 
   spec.vocab_size = vocab_size;
   spec.num_layers = layers;
   spec.seed = seed;
-  return write_tiny_tokenizer(write_tiny_model(spec, make_temp_dir(name)), vocab_size);
+  return write_tiny_model_with_tokenizer(spec, name);
 }
 
 std::unique_ptr<Transformer> load_tiny_engine_model(const std::filesystem::path& dir, int64_t max_sequences) {

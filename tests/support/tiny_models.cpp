@@ -132,6 +132,26 @@ std::filesystem::path write_tiny_model(const TinyModelSpec& s, const std::filesy
   return dir;
 }
 
+TinyModelSpec tiny_target_shape() {
+  TinyModelSpec spec;
+  spec.model_type = "llama";
+  spec.vocab_size = 8192;
+  spec.hidden_size = 512;
+  spec.num_layers = 8;
+  spec.num_heads = 8;
+  spec.num_kv_heads = 4;
+  spec.head_dim = 64;
+  spec.intermediate_size = 1536;
+  spec.max_position_embeddings = 1024;
+  spec.tie_word_embeddings = true;
+  spec.file_dtype = DType::kBF16;
+  return spec;
+}
+
+std::filesystem::path write_tiny_model_with_tokenizer(const TinyModelSpec& spec, const std::string& name, char first) {
+  return write_tiny_tokenizer(write_tiny_model(spec, make_temp_dir(name)), spec.vocab_size, first);
+}
+
 std::filesystem::path write_tiny_tokenizer(const std::filesystem::path& dir, int64_t vocab_size, char first) {
   nlohmann::json vocab = nlohmann::json::object();
   int32_t next_byte = 0;  // bytes 0, 1, ... are shown as U+0100, U+0101, ...

@@ -38,6 +38,13 @@ struct TinyModelSpec {
   uint64_t seed = 1;
 };
 
+// Named presets.
+// The shape of models/tiny-target (the embedded default target): llama, 8 layers, hidden
+// 512, 8 heads of 64 (4 KV heads), MLP 1536, vocabulary 8192, context 1024, tied
+// embeddings, bf16 file; random weights. For benchmarks whose cost should be the real
+// model's without depending on its trained files.
+TinyModelSpec tiny_target_shape();
+
 // Creates dir (and parents) and writes the model. Returns dir.
 std::filesystem::path write_tiny_model(const TinyModelSpec& spec, const std::filesystem::path& dir);
 
@@ -46,6 +53,11 @@ std::filesystem::path write_tiny_model(const TinyModelSpec& spec, const std::fil
 // first + i while that is printable ASCII ('~' at most), then U+0100, U+0101, ... (the byte
 // alphabet's characters of bytes 0, 1, ...). Returns dir.
 std::filesystem::path write_tiny_tokenizer(const std::filesystem::path& dir, int64_t vocab_size, char first = '!');
+
+// write_tiny_model into a fresh temp dir `name`, with write_tiny_tokenizer of the spec's
+// vocabulary starting at `first`. Returns the directory.
+std::filesystem::path write_tiny_model_with_tokenizer(const TinyModelSpec& spec, const std::string& name,
+                                                      char first = '!');
 
 // A fresh empty directory under the system temp dir, unique per call.
 std::filesystem::path make_temp_dir(const std::string& name);

@@ -21,7 +21,7 @@
 
 #include <ATen/ATen.h>
 
-#include "bench/dataset.h"
+#include "loadgen/dataset.h"
 #include "engine/engine.h"
 #include "model/tokenizer.h"
 #include "support/engine_runner.h"

@@ -1,7 +1,7 @@
 // The multi-turn benchmark's pure parts: the prompts of later turns, the per-turn
 // summaries, the prefix-cache counters and the report. The run against a live server is
 // in load_generator_test.cpp (it needs the test server).
-#include "bench/multi_turn.h"
+#include "loadgen/multi_turn.h"
 
 #include <gtest/gtest.h>
 

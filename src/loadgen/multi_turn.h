@@ -23,8 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/dataset.h"
-#include "bench/load_generator.h"
+#include "loadgen/dataset.h"
+#include "loadgen/load_generator.h"
 
 namespace dspark {
 

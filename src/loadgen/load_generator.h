@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_report.h"
+#include "loadgen/bench_report.h"
 
 namespace dspark {
 

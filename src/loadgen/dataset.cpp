@@ -1,4 +1,4 @@
-#include "bench/dataset.h"
+#include "loadgen/dataset.h"
 
 #include <fstream>
 

@@ -1,4 +1,4 @@
-#include "bench/multi_turn.h"
+#include "loadgen/multi_turn.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "bench/bench_report.h"
+#include "loadgen/bench_report.h"
 
 #include <algorithm>
 #include <cmath>

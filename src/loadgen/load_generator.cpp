@@ -1,4 +1,4 @@
-#include "bench/load_generator.h"
+#include "loadgen/load_generator.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,7 +12,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/sse_parser.h"
+#include "loadgen/sse_parser.h"
 #include "core/check.h"
 #include "core/clock.h"
 

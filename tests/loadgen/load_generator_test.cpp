@@ -1,11 +1,11 @@
 // The load generator: its SSE reader and statistics on synthetic input, then a small
 // run of every mode (multi-turn conversations included) against a live test server.
-#include "bench/load_generator.h"
+#include "loadgen/load_generator.h"
 
 #include <gtest/gtest.h>
 
-#include "bench/multi_turn.h"
-#include "bench/sse_parser.h"
+#include "loadgen/multi_turn.h"
+#include "loadgen/sse_parser.h"
 #include "core/check.h"
 #include "server/test_server.h"
 

@@ -1,4 +1,4 @@
-#include "bench/sse_parser.h"
+#include "loadgen/sse_parser.h"
 
 namespace dspark {
 

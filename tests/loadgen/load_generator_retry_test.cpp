@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/load_generator.h"
+#include "loadgen/load_generator.h"
 
 namespace dspark {
 namespace {

@@ -1,0 +1,30 @@
+// Reference of the allowed-token mask: every token tried from a copy of the state.
+#include <algorithm>
+
+#include "core/check.h"
+#include "structured/token_mask.h"
+
+namespace dspark::reference {
+
+void allowed_tokens(const TokenBytes& vocabulary, const JsonMatcher& state,
+                    std::span<uint64_t> mask) {
+  DSPARK_CHECK(static_cast<int64_t>(mask.size()) == token_mask_words(vocabulary.size()),
+               "reference::allowed_tokens: mask has {} words for {} ids", mask.size(),
+               vocabulary.size());
+  std::fill(mask.begin(), mask.end(), 0);
+  for (int32_t id = 0; id < vocabulary.size(); ++id) {
+    bool allowed = false;
+    switch (vocabulary.roles[id]) {
+      case TokenRole::kText: {
+        JsonMatcher m = state;
+        allowed = m.advance(vocabulary.bytes[id]);
+        break;
+      }
+      case TokenRole::kEos: allowed = state.complete(); break;
+      case TokenRole::kNone: break;
+    }
+    if (allowed) mask[id >> 6] |= uint64_t{1} << (id & 63);
+  }
+}
+
+}  // namespace dspark::reference

@@ -1,0 +1,96 @@
+#include "structured/token_mask.h"
+
+#include <algorithm>
+#include <limits>
+#include <string_view>
+
+#include "core/check.h"
+
+namespace dspark {
+
+void apply_token_mask(std::span<const uint64_t> mask, float* logits, int64_t num_logits) {
+  DSPARK_CHECK(static_cast<int64_t>(mask.size()) >= token_mask_words(num_logits),
+               "apply_token_mask: {} mask words for {} logits", mask.size(), num_logits);
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int64_t w = 0; w < token_mask_words(num_logits); ++w) {
+    const uint64_t word = mask[w];
+    if (word == ~uint64_t{0}) continue;
+    const int64_t end = std::min<int64_t>(64, num_logits - w * 64);
+    for (int64_t b = 0; b < end; ++b) {
+      if (((word >> b) & 1) == 0) logits[w * 64 + b] = kNegInf;
+    }
+  }
+}
+
+namespace {
+
+// Stays inside a string byte by byte wherever a string is open: no byte that closes it,
+// escapes or is refused there, and complete characters (checked by the matcher itself,
+// from inside a string).
+bool is_plain(std::string_view bytes) {
+  for (const char c : bytes) {
+    if (c == '"' || c == '\\' || static_cast<uint8_t>(c) < 0x20) return false;
+  }
+  JsonMatcher m;
+  const bool opened = m.advance("{\"");
+  return opened && m.advance(bytes) && m.in_string();
+}
+
+std::vector<int32_t> text_ids(const TokenBytes& vocabulary, bool plain) {
+  std::vector<int32_t> ids;
+  for (int32_t id = 0; id < vocabulary.size(); ++id) {
+    if (vocabulary.roles[id] == TokenRole::kText && is_plain(vocabulary.bytes[id]) == plain) {
+      ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+JsonTokenMasker::JsonTokenMasker(TokenBytes vocabulary) : vocabulary_(std::move(vocabulary)) {
+  const int64_t n = vocabulary_.size();
+  DSPARK_CHECK(n > 0 && static_cast<int64_t>(vocabulary_.bytes.size()) == n,
+               "JsonTokenMasker: {} byte strings for {} roles", vocabulary_.bytes.size(), n);
+  DSPARK_CHECK(n < std::numeric_limits<int32_t>::max(), "JsonTokenMasker: vocabulary of {}", n);
+  for (int32_t id = 0; id < n; ++id) {
+    if (vocabulary_.roles[id] == TokenRole::kEos) eos_ids_.push_back(id);
+  }
+  std::vector<int32_t> all;
+  for (int32_t id = 0; id < n; ++id) {
+    if (vocabulary_.roles[id] == TokenRole::kText) all.push_back(id);
+  }
+  all_ = TokenTrie(vocabulary_, all);
+  non_plain_ = TokenTrie(vocabulary_, text_ids(vocabulary_, false));
+  plain_.assign(static_cast<size_t>(num_words()), 0);
+  for (const int32_t id : text_ids(vocabulary_, true)) plain_[id >> 6] |= uint64_t{1} << (id & 63);
+}
+
+void JsonTokenMasker::allowed_tokens(const JsonMatcher& state, std::span<uint64_t> mask) const {
+  DSPARK_CHECK(static_cast<int64_t>(mask.size()) == num_words(),
+               "JsonTokenMasker: mask has {} words, expected {}", mask.size(), num_words());
+  if (state.complete()) {
+    std::fill(mask.begin(), mask.end(), 0);
+    for (const int32_t id : eos_ids_) mask[id >> 6] |= uint64_t{1} << (id & 63);
+    return;  // no byte is accepted any more: no text token either
+  }
+  if (state.in_string()) {
+    std::copy(plain_.begin(), plain_.end(), mask.begin());
+    non_plain_.allow(state, mask);
+    return;
+  }
+  std::fill(mask.begin(), mask.end(), 0);
+  all_.allow(state, mask);
+}
+
+bool JsonTokenMasker::advance(JsonMatcher& state, int32_t token) const {
+  if (token < 0 || token >= num_logits()) return false;
+  switch (vocabulary_.roles[token]) {
+    case TokenRole::kText: return state.advance(vocabulary_.bytes[token]);
+    case TokenRole::kEos: return state.complete();
+    case TokenRole::kNone: return false;
+  }
+  return false;
+}
+
+}  // namespace dspark

@@ -1,0 +1,72 @@
+// Which tokens may come next under a JSON grammar state: a bit per vocabulary id, and
+// applying that to a logits row (disallowed ids get -inf).
+//
+// Token t is allowed after state s when
+//   - t is kText and s.advance(bytes[t]) succeeds (the text stays a prefix of some valid
+//     object; see json_matcher.h), or
+//   - t is kEos and s.complete();
+// kNone tokens never are. Once s is complete only EOS ids are allowed.
+//
+// The reference (dspark::reference::allowed_tokens) tries every token from s: O(vocab x
+// token length) matcher steps. JsonTokenMasker walks a byte trie of the vocabulary instead
+// (token_trie.h): shared prefixes are read once and a refused byte skips its subtree.
+// Inside a string, where generation spends most of its steps and nearly every token is
+// allowed, it does better still: a "plain" token (no '"', '\\' or byte < 0x20, and
+// well-formed UTF-8 on its own) stays inside the string byte by byte, so its verdict there
+// depends on nothing else: those bits are precomputed, and only the trie of the other
+// tokens is walked. Both give the reference's bits (tests/structured/token_mask_test.cpp).
+//
+// A JsonTokenMasker is immutable once built: any number of threads may mask with it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "structured/json_matcher.h"
+#include "structured/token_bytes.h"
+#include "structured/token_trie.h"
+
+namespace dspark {
+
+// Words of a mask over num_logits ids: bit (id % 64) of word id / 64.
+inline int64_t token_mask_words(int64_t num_logits) { return (num_logits + 63) / 64; }
+
+inline bool token_mask_allows(std::span<const uint64_t> mask, int32_t id) {
+  return ((mask[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1) != 0;
+}
+
+// logits: [num_logits]; mask: [token_mask_words(num_logits)]. Disallowed ids become -inf.
+void apply_token_mask(std::span<const uint64_t> mask, float* logits, int64_t num_logits);
+
+class JsonTokenMasker {
+ public:
+  // Throws when a kText token has no bytes (it would be allowed forever, changing nothing).
+  explicit JsonTokenMasker(TokenBytes vocabulary);
+
+  int64_t num_logits() const { return vocabulary_.size(); }
+  int64_t num_words() const { return token_mask_words(num_logits()); }
+  const TokenBytes& vocabulary() const { return vocabulary_; }
+
+  // mask: [num_words()] overwritten with the allowed ids after state.
+  void allowed_tokens(const JsonMatcher& state, std::span<uint64_t> mask) const;
+
+  // Advances state by token's bytes when the token is allowed there (EOS: when complete,
+  // leaving the state as it is). Returns false, state unchanged, otherwise.
+  bool advance(JsonMatcher& state, int32_t token) const;
+
+ private:
+  TokenBytes vocabulary_;
+  TokenTrie all_;                        // every text token
+  TokenTrie non_plain_;                  // the text tokens that are not plain
+  std::vector<uint64_t> plain_;          // [num_words] the plain tokens
+  std::vector<int32_t> eos_ids_;
+};
+
+namespace reference {
+// Token by token from a copy of state; mask: [token_mask_words(vocabulary.size())].
+void allowed_tokens(const TokenBytes& vocabulary, const JsonMatcher& state,
+                    std::span<uint64_t> mask);
+}  // namespace reference
+
+}  // namespace dspark
