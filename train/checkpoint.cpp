@@ -7,7 +7,7 @@
 
 #include "core/check.h"
 #include "train/model/hf_weights.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 #include "train/model/transformer.h"
 #include "train/pretrain/adamw.h"
 

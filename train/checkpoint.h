@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/config.h"
-#include "model/safetensors.h"
+#include "loader/config.h"
+#include "loader/safetensors.h"
 
 namespace dspark::train {
 

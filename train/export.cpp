@@ -9,7 +9,7 @@
 #include "train/checkpoint.h"
 #include "core/check.h"
 #include "train/model/hf_weights.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 #include "train/model/transformer.h"
 
 namespace dspark::train {

@@ -12,7 +12,7 @@
 
 #include "engine/engine.h"
 #include "engine/generation.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/transformer.h"
 #include "spec/proposer_factory.h"
 

@@ -33,7 +33,7 @@
 #include "engine/output_processor.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/transformer.h"
 #include "spec/draft_budget.h"
 #include "spec/prefix_scheduler.h"

@@ -13,7 +13,7 @@
 
 #include "engine/request.h"
 #include "kernels/sampling.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "spec/rejection_sampler.h"
 
 namespace dspark {

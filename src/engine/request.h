@@ -21,7 +21,7 @@
 #include "engine/prefix_cache.h"
 #include "engine/text_stream.h"
 #include "structured/json_constraint.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "spec/spec_metrics.h"
 
 namespace dspark {

@@ -13,8 +13,8 @@
 #include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "kernels/rope.h"
-#include "model/config.h"
-#include "model/safetensors.h"
+#include "loader/config.h"
+#include "loader/safetensors.h"
 
 namespace dspark {
 

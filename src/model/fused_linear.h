@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/linear.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 
 namespace dspark {
 

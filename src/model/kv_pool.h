@@ -9,7 +9,7 @@
 #include "core/aligned_buffer.h"
 #include "core/dtype.h"
 #include "kernels/attention.h"
-#include "model/config.h"
+#include "loader/config.h"
 
 namespace dspark {
 

@@ -9,9 +9,9 @@
 
 #include "core/check.h"
 #include "kernels/packed_int8_gemm.h"
-#include "model/config.h"
+#include "loader/config.h"
 #include "model/fused_linear.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 
 namespace dspark {
 namespace {

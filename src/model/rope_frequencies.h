@@ -17,7 +17,7 @@
 
 #include <vector>
 
-#include "model/config.h"
+#include "loader/config.h"
 
 namespace dspark {
 

@@ -26,11 +26,11 @@
 #include "core/dtype.h"
 #include "kernels/linear.h"
 #include "kernels/rope.h"
-#include "model/config.h"
+#include "loader/config.h"
 #include "model/decoder_layer.h"
 #include "model/forward_batch.h"
 #include "model/kv_pool.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 
 namespace dspark {
 

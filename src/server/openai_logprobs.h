@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/generation.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/openai_protocol.h"
 
 namespace dspark {

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/chat_format.h"
 
 namespace dspark {

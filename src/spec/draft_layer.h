@@ -23,9 +23,9 @@
 #include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "kernels/rope.h"
-#include "model/config.h"
+#include "loader/config.h"
 #include "model/decoder_layer.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 
 namespace dspark {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "model/json_fields.h"
+#include "loader/json_fields.h"
 
 namespace dspark {
 

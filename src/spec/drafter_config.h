@@ -44,7 +44,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "model/config.h"
+#include "loader/config.h"
 
 namespace dspark {
 

@@ -17,7 +17,7 @@
 
 #include "core/dtype.h"
 #include "kernels/linear.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 #include "spec/drafter_config.h"
 
 namespace dspark {

@@ -5,11 +5,11 @@
 #include <string_view>
 
 #include "core/check.h"
-#include "model/byte_level.h"
-#include "model/normalizer.h"
-#include "model/tokenizer.h"
-#include "model/tokenizer_decoder.h"
-#include "model/tokenizer_utf8.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_decoder.h"
+#include "tokenizer/tokenizer_utf8.h"
 
 namespace dspark {
 

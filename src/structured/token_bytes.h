@@ -5,7 +5,7 @@
 // bytes are derived under the two schemes the tokenizer supports and the right one is
 // chosen by asking decode() itself:
 //   - byte level (GPT-2, Llama-3, Qwen): every character of the vocabulary string stands
-//     for one byte (model/byte_level.h); a string with a character outside that alphabet
+//     for one byte (tokenizer/byte_level.h); a string with a character outside that alphabet
 //     stands for its own UTF-8, as the ByteLevel decoder does;
 //   - SentencePiece style (Llama-2, Mistral, stories260K): "<0xNN>" is byte NN, and
 //     U+2581 "▁" is a space.

@@ -14,7 +14,7 @@
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/rng.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/ngram_proposer.h"
 #include "support/engine_requests.h"

@@ -13,7 +13,7 @@
 #include "core/rng.h"
 #include "engine/engine.h"
 #include "kernels/sampling.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/ngram_proposer.h"
 #include "support/engine_requests.h"

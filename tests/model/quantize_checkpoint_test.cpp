@@ -12,7 +12,7 @@
 #include "core/check.h"
 #include "model/block_allocator.h"
 #include "model/kv_pool.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 #include "model/transformer.h"
 #include "support/tiny_models.h"
 

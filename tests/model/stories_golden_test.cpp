@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/transformer.h"
 
 namespace dspark {

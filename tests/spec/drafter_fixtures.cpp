@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 #include "spec/drafter_tensors.h"
 
 namespace dspark::testing {

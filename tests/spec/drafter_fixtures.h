@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "model/config.h"
+#include "loader/config.h"
 #include "spec/drafter_config.h"
 
 namespace dspark::testing {

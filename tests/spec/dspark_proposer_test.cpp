@@ -14,7 +14,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 #include "spec/drafter_fixtures.h"
 #include "spec/reference_drafter.h"
 #include "support/tiny_models.h"

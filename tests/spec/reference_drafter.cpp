@@ -1,7 +1,7 @@
 #include "spec/reference_drafter.h"
 
 #include "core/dtype.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 
 namespace dspark::testing {
 

@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "model/config.h"
+#include "loader/config.h"
 #include "spec/drafter_config.h"
 #include "support/reference_ops.h"
 

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "structured/json_samples.h"
 
 namespace dspark {

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace dspark::test {
 

@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "model/tokenizer.h"
-#include "model/tokenizer_utf8.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_utf8.h"
 #include "structured/json_samples.h"
 
 namespace dspark {

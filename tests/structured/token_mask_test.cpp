@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "core/check.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "structured/json_samples.h"
 
 namespace dspark {

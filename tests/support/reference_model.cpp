@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/dtype.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 
 namespace dspark::testing {
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "model/config.h"
+#include "loader/config.h"
 #include "support/reference_ops.h"
 
 namespace dspark::testing {

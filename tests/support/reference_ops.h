@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
-#include "model/safetensors.h"
+#include "loader/config.h"
+#include "loader/safetensors.h"
 
 namespace dspark::testing::ref {
 

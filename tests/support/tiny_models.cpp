@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 
 namespace dspark::testing {
 namespace {

@@ -15,7 +15,7 @@
 #include "data/byte_level.h"
 #include "data/pretokenizer.h"
 #include "data/subprocess.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace dspark::train {
 namespace {

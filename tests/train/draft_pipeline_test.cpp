@@ -15,8 +15,8 @@
 
 #include <ATen/ATen.h>
 
-#include "model/safetensors.h"
-#include "model/tokenizer.h"
+#include "loader/safetensors.h"
+#include "tokenizer/tokenizer.h"
 #include "spec/drafter_config.h"
 #include "train/draft/calibrate.h"
 #include "train/draft/draft_train.h"

@@ -14,8 +14,8 @@
 #include <ATen/ATen.h>
 
 #include "core/check.h"
-#include "model/config.h"
-#include "model/safetensors.h"
+#include "loader/config.h"
+#include "loader/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/export.h"
 #include "train/model/hf_weights.h"

@@ -15,7 +15,7 @@
 #include "data/prepare.h"
 #include "data/subprocess.h"
 #include "data/token_shards.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace dspark::train {
 namespace {

@@ -23,7 +23,7 @@
 
 #include "loadgen/dataset.h"
 #include "engine/engine.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "support/engine_runner.h"
 #include "train/model/hf_weights.h"
 #include "train/model/transformer.h"

@@ -1,8 +1,8 @@
 #include "data/byte_level.h"
 
 #include "core/check.h"
-#include "model/byte_level.h"
-#include "model/tokenizer_utf8.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/tokenizer_utf8.h"
 
 namespace dspark::train {
 

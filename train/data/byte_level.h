@@ -1,7 +1,7 @@
 // GPT-2's byte-level alphabet as the tokenizer trainer uses it: every byte 0..255 is shown
 // as one printable Unicode character, so that byte strings can be stored as JSON strings in
 // tokenizer.json (vocabulary keys and merges). The alphabet itself is the engine's
-// (model/byte_level.h), so a trained tokenizer.json reads back exactly as the engine reads it.
+// (tokenizer/byte_level.h), so a trained tokenizer.json reads back exactly as the engine reads it.
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 #include "core/clock.h"
 #include "data/bpe_trainer.h"
 #include "data/prepare.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #ifndef DSPARK_DATA_DEFAULT_SHARED_DIR
 #define DSPARK_DATA_DEFAULT_SHARED_DIR "../shared"

@@ -12,7 +12,7 @@
 
 #include "core/check.h"
 #include "data/subprocess.h"
-#include "model/tokenizer_utf8.h"
+#include "tokenizer/tokenizer_utf8.h"
 
 namespace dspark::train {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "core/check.h"
 #include "core/clock.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace dspark::train {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "core/check.h"
-#include "model/tokenizer_utf8.h"
+#include "tokenizer/tokenizer_utf8.h"
 
 namespace dspark::train {
 namespace {

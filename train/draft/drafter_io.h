@@ -22,8 +22,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/dtype.h"
-#include "model/config.h"
-#include "model/safetensors.h"
+#include "loader/config.h"
+#include "loader/safetensors.h"
 #include "spec/drafter_config.h"
 
 namespace dspark::train {

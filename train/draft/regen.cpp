@@ -19,7 +19,7 @@
 #include "data/corpus_sources.h"
 #include "data/token_shards.h"
 #include "engine/engine.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/transformer.h"
 #include "train/draft/regen_records.h"
 

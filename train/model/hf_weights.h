@@ -19,7 +19,7 @@
 #include <torch/types.h>
 
 #include "core/dtype.h"
-#include "model/safetensors.h"
+#include "loader/safetensors.h"
 #include "train/model/transformer.h"
 
 namespace dspark::train {

@@ -24,7 +24,7 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
-#include "model/config.h"
+#include "loader/config.h"
 
 namespace dspark::train {
 
