@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "core/log.h"
 #include "engine/request_validation.h"
 
 namespace dspark {
@@ -265,9 +266,10 @@ void Engine::commit_step(std::span<const ScheduledRequest> scheduled, std::vecto
         record_round(r, output_processor_.commit(r, logits, outputs), /*decoding_round=*/s.num_real == 1);
       } catch (const std::exception& e) {
         RequestOutput out;
-        // The client gets the sentence; the location is for the server's log.
+        // The client gets the sentence; the location goes to the log.
         const auto* error = dynamic_cast<const Error*>(&e);
         out.error = error ? error->message() : e.what();
+        logger().error("request {} failed: {}", r.id, e.what());
         output_processor_.finish(r, FinishReason::kError, out);
         outputs.push_back(std::move(out));
       }
