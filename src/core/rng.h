@@ -7,6 +7,15 @@
 
 namespace dspark {
 
+// SplitMix64's finaliser: a bijection of 64-bit words in which every input bit affects
+// every output bit. The base of Rng's seeding, the keyed sampling noise and the prefix
+// cache's block keys.
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 class Rng {
  public:
   explicit Rng(uint64_t seed = 0) { reseed(seed); }
@@ -33,12 +42,7 @@ class Rng {
 
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static uint64_t splitmix64(uint64_t& x) {
-    uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  static uint64_t splitmix64(uint64_t& x) { return mix64(x += 0x9e3779b97f4a7c15ull); }
   uint64_t state_[4];
 };
 

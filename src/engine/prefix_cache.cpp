@@ -3,24 +3,16 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/rng.h"
 
 namespace dspark {
 namespace {
 
 constexpr uint64_t kSeed = 0x64737061726b2d31ull;  // the parent key of a sequence's first block
 
-// splitmix64's finaliser: every input bit affects every output bit.
-uint64_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 uint64_t chain_key(uint64_t parent, std::span<const int32_t> block_tokens) {
-  uint64_t h = mix(parent ^ 0x9e3779b97f4a7c15ull);
-  for (int32_t t : block_tokens) h = mix(h ^ static_cast<uint32_t>(t));
+  uint64_t h = mix64(parent ^ 0x9e3779b97f4a7c15ull);
+  for (int32_t t : block_tokens) h = mix64(h ^ static_cast<uint32_t>(t));
   return h;
 }
 

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "core/rng.h"
 #include "kernels/simd.h"
 
 namespace dspark {
@@ -269,12 +270,6 @@ namespace {
 constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;     // SplitMix64's increment
 constexpr uint64_t kSeedKey = 0x6a09e667f3bcc909ull;   // separates this noise from Rng(seed)
 constexpr double kTwoPowMinus53 = 0x1.0p-53;
-
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // Start of the SplitMix64 stream of (seed, position); token i's bits: mix64(base + (i+1) gamma).
 uint64_t stream_base(uint64_t seed, int64_t position) {

@@ -173,19 +173,9 @@ class RecordingProposer final : public Proposer {
   }
   void release(int32_t slot) override { ++releases_; }
   void observe(std::span<const CommittedHiddenStates> committed) override {
-    for (const auto& c : committed) {
-      auto& rows = rows_[c.slot];
-      ASSERT_EQ(c.start_position, static_cast<int32_t>(rows.size())) << "positions must arrive in order, no gaps";
-      for (int32_t i = 0; i < c.num_positions; ++i) {
-        std::vector<float> row;
-        for (size_t l = 0; l < layers_.size(); ++l) {
-          const float* h = c.hidden + l * c.layer_stride + i * c.hidden_size;
-          row.insert(row.end(), h, h + c.hidden_size);
-        }
-        rows.push_back(std::move(row));
-      }
-    }
+    for (const auto& c : committed) testing::record_hidden_states(c, layers_.size(), rows_[c.slot]);
   }
+
   std::map<int32_t, std::vector<std::vector<float>>> rows_;  // slot -> position -> layers' rows
   int releases_ = 0;
 

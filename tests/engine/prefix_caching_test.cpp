@@ -133,19 +133,9 @@ class HiddenStateRecorder final : public Proposer {
     for (size_t i = 0; i < requests.size(); ++i) drafts[i] = Draft{};
   }
   void observe(std::span<const CommittedHiddenStates> committed) override {
-    for (const auto& c : committed) {
-      auto& rows = rows_[c.slot];
-      ASSERT_EQ(c.start_position, static_cast<int32_t>(rows.size())) << "positions in order, without gaps";
-      for (int32_t i = 0; i < c.num_positions; ++i) {
-        std::vector<float> row;
-        for (int64_t l = 0; l < 2; ++l) {
-          const float* h = c.hidden + l * c.layer_stride + i * c.hidden_size;
-          row.insert(row.end(), h, h + c.hidden_size);
-        }
-        rows.push_back(std::move(row));
-      }
-    }
+    for (const auto& c : committed) testing::record_hidden_states(c, 2, rows_[c.slot]);
   }
+
   void release(int32_t slot) override { shown.push_back(std::move(rows_[slot])), rows_.erase(slot); }
 
   std::vector<std::vector<std::vector<float>>> shown;  // per released request: position -> rows

@@ -47,6 +47,18 @@ bool RequestDriver::step() {
   return stepped;
 }
 
+void record_hidden_states(const CommittedHiddenStates& c, size_t num_layers, std::vector<std::vector<float>>& rows) {
+  EXPECT_EQ(c.start_position, static_cast<int32_t>(rows.size())) << "positions must arrive in order, no gaps";
+  for (int32_t i = 0; i < c.num_positions; ++i) {
+    std::vector<float> row;
+    for (size_t l = 0; l < num_layers; ++l) {
+      const float* h = c.hidden + static_cast<int64_t>(l) * c.layer_stride + i * c.hidden_size;
+      row.insert(row.end(), h, h + c.hidden_size);
+    }
+    rows.push_back(std::move(row));
+  }
+}
+
 GenerationOptions greedy(int64_t max_tokens) {
   GenerationOptions g;
   g.max_tokens = max_tokens;

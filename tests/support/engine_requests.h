@@ -41,6 +41,12 @@ class RequestDriver {
   std::vector<RequestOutput> outputs_;
 };
 
+// Appends what observe() was shown to a slot's record, one row per position (the captured
+// layers side by side). Expects (GoogleTest) the positions to continue the record
+// without a gap.
+void record_hidden_states(const CommittedHiddenStates& committed, size_t num_layers,
+                          std::vector<std::vector<float>>& rows);
+
 // Greedy decoding of exactly max_tokens tokens (EOS ignored).
 GenerationOptions greedy(int64_t max_tokens);
 
