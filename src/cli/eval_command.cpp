@@ -75,16 +75,9 @@ nlohmann::json calibration_json(const SpecDecodeMetrics& m) {
 
 void run_eval(EvalArgs& args) {
   DSPARK_CHECK(!args.datasets.empty(), "give at least one --dataset");
-  args.speculator.max_running = 1;
-  args.speculator.compute = parse_dtype(args.model.dtype);
-  args.speculator.quantization = parse_quantization(args.model.quantization);
-  args.speculator.target_model_dir = args.model.model_dir;
-  LoadedModel loaded = load_model(args.model, 1, speculator_capture_layers(args.speculator));
-  auto proposer = make_proposer(args.speculator, *loaded.model);
-  EngineOptions spec_options = engine_options(args.model, 1);
-  configure_schedule(spec_options, args.model, *loaded.model, proposer != nullptr);
-  Engine spec(*loaded.model, *loaded.tokenizer, spec_options, std::move(proposer));
-  Engine plain(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1));
+  Assembly loaded = assemble(args.model, args.speculator, 1);
+  Engine spec(*loaded.target, *loaded.tokenizer, loaded.engine, std::move(loaded.proposer));
+  Engine plain(*loaded.target, *loaded.tokenizer, engine_options(args.model, 1));
   const bool speculative = spec.proposer() != nullptr;
   const int32_t num_spec_tokens = speculative ? spec.proposer()->num_speculative_tokens() : 0;
   // Greedy and seeded (position-keyed) runs must give the plain run's tokens exactly.
@@ -98,7 +91,7 @@ void run_eval(EvalArgs& args) {
     for (size_t i = 0; i < prompts.size(); ++i) {
       const DatasetPrompt& p = prompts[i];
       std::vector<int32_t> ids = loaded.tokenizer->encode(p.text, true);
-      if (static_cast<int64_t>(ids.size()) + args.gen.max_tokens > loaded.model->max_model_len()) {
+      if (static_cast<int64_t>(ids.size()) + args.gen.max_tokens > loaded.target->max_model_len()) {
         std::fprintf(stderr, "[dspark] skipping %s/%s: prompt of %zu tokens does not leave room for %lld\n",
                      p.domain.c_str(), p.id.c_str(), ids.size(), static_cast<long long>(args.gen.max_tokens));
         continue;

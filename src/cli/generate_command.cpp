@@ -45,26 +45,19 @@ void print_stats(const char* label, const GenerationResult& r) {
 }
 
 void run_generate(GenerateArgs& args) {
-  args.speculator.max_running = 1;
-  args.speculator.compute = parse_dtype(args.model.dtype);
-  args.speculator.quantization = parse_quantization(args.model.quantization);
-  args.speculator.target_model_dir = args.model.model_dir;
-  LoadedModel loaded = load_model(args.model, 1, speculator_capture_layers(args.speculator));
+  Assembly loaded = assemble(args.model, args.speculator, 1);
   const std::string prompt = args.prompt_file.empty() ? args.prompt : read_file(args.prompt_file);
   const std::vector<int32_t> prompt_ids = loaded.tokenizer->encode(prompt, !args.no_special_tokens);
   // Before building engines and warming them up: a bad request fails at once.
-  validate_request(prompt_ids, args.gen, loaded.model->config().vocab_size, loaded.model->max_model_len());
+  validate_request(prompt_ids, args.gen, loaded.target->config().vocab_size, loaded.target->max_model_len());
   auto print_text = [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   };
 
-  auto proposer = make_proposer(args.speculator, *loaded.model);
-  const bool speculative = proposer != nullptr;
-  EngineOptions spec_options = engine_options(args.model, 1);
-  configure_schedule(spec_options, args.model, *loaded.model, speculative);
-  Engine engine(*loaded.model, *loaded.tokenizer, spec_options, std::move(proposer));
-  Engine plain(*loaded.model, *loaded.tokenizer, engine_options(args.model, 1));
+  const bool speculative = loaded.proposer != nullptr;
+  Engine engine(*loaded.target, *loaded.tokenizer, loaded.engine, std::move(loaded.proposer));
+  Engine plain(*loaded.target, *loaded.tokenizer, engine_options(args.model, 1));
   if (speculative && !args.quiet) {
     warm_up(engine, prompt_ids);
     warm_up(plain, prompt_ids);

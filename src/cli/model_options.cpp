@@ -1,17 +1,13 @@
 #include "cli/model_options.h"
 
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <fstream>
-#include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "core/clock.h"
 #include "core/threads.h"
 #include "engine/step_profile.h"
 #include "kernels/isa.h"
@@ -82,6 +78,10 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
       ->capture_default_str();
   cmd->add_option("--draft-p-min", s.draft_p_min, "Draft model: stop drafting below this probability")
       ->capture_default_str();
+  cmd->add_option("--draft-context-window", s.draft_context_window,
+                  "DSpark/DFlash drafter: context positions a block attends to (0 = the whole context)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--ngram-min", s.ngram_min, "N-gram: shortest tail matched")->capture_default_str();
   cmd->add_option("--ngram-max", s.ngram_max, "N-gram: longest tail tried first")->capture_default_str();
 }
@@ -121,25 +121,6 @@ void print_kernels(const Transformer& model) {
 
 }  // namespace
 
-LoadedModel load_model(const ModelArgs& a, int64_t max_sequences, std::vector<int32_t> capture_layers) {
-  if (a.threads > 0) set_num_threads(a.threads);
-  apply_isa(a);
-  const std::filesystem::path dir(a.model_dir);
-  DSPARK_CHECK(std::filesystem::is_directory(dir), "model directory '{}' does not exist", a.model_dir);
-  TransformerOptions options;
-  options.compute = parse_dtype(a.dtype);
-  options.quantization = parse_quantization(a.quantization);
-  options.max_batch_tokens = a.max_batch_tokens;
-  options.max_sequences = max_sequences;
-  options.max_model_len = a.max_model_len;
-  options.capture_layers = std::move(capture_layers);
-  LoadedModel loaded;
-  loaded.model = Transformer::load(dir, options);
-  print_kernels(*loaded.model);
-  loaded.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_dir(dir));
-  return loaded;
-}
-
 EngineOptions engine_options(const ModelArgs& a, int64_t max_running) {
   EngineOptions e;
   e.max_running = max_running;
@@ -158,37 +139,28 @@ void warm_up(Engine& engine, const std::vector<int32_t>& prompt) {
   generate_one(engine, prompt, g);
 }
 
-void configure_schedule(EngineOptions& options, const ModelArgs& args, Transformer& model, bool speculative) {
-  if (!speculative || args.spec_schedule != "adaptive") return;
-  StepProfileOptions profile;
-  profile.max_tokens = std::min<int64_t>(options.max_batch_tokens, model.options().max_batch_tokens);
-  profile.tokens_per_sequence = std::max<int64_t>(1, (profile.max_tokens + model.options().max_sequences - 1) /
-                                                         model.options().max_sequences);
-  profile.tokens_per_sequence = std::max<int64_t>(profile.tokens_per_sequence, 9);
-  const auto cache = default_cache_dir();
-  if (args.reprofile) std::filesystem::remove(cache / "step_profile" / (step_profile_key(args.model_dir, model, profile) + ".json"));
-  StepProfileSource source = StepProfileSource::kMeasured;
-  const double t0 = now_seconds();
-  // Measured on a thread of its own that ends here: the OpenMP worker team a thread builds
-  // outlives its parallel regions, and a serving process whose main thread had built one
-  // (measuring for 10+ s) ran ~2.5x slower on its engine thread afterwards.
-  std::optional<StepCostTable> table;
-  std::exception_ptr error;
-  std::thread([&, threads = num_threads()] {
-    set_num_threads(threads);
-    try {
-      table = load_or_measure_step_cost(args.model_dir, model, profile, cache, &source);
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }).join();
-  if (error) std::rethrow_exception(error);
-  options.step_cost = std::make_shared<StepCostTable>(std::move(*table));
-  options.spec_schedule = SpecSchedule::kAdaptive;
-  const auto& sps = options.step_cost->values();
-  std::fprintf(stderr, "[dspark] step-cost profile %s (%.1f s): SPS(1) %.0f, SPS(9) %.0f, SPS(%lld) %.0f steps/s\n",
-               step_profile_source_name(source), now_seconds() - t0, sps[0], sps[std::min<size_t>(8, sps.size() - 1)],
-               static_cast<long long>(sps.size()), sps.back());
+Assembly assemble(const ModelArgs& a, const SpeculatorOptions& speculator, int64_t max_running) {
+  if (a.threads > 0) set_num_threads(a.threads);
+  apply_isa(a);
+  AssemblyOptions o;
+  o.model_dir = a.model_dir;
+  o.target.compute = parse_dtype(a.dtype);
+  o.target.quantization = parse_quantization(a.quantization);
+  o.target.max_batch_tokens = a.max_batch_tokens;
+  o.target.max_model_len = a.max_model_len;
+  o.speculator = speculator;
+  o.engine = engine_options(a, max_running);
+  o.schedule = a.spec_schedule == "adaptive" ? SpecSchedule::kAdaptive : SpecSchedule::kFixed;
+  o.reprofile = a.reprofile;
+  Assembly assembly = dspark::assemble(o);
+  print_kernels(*assembly.target);
+  if (assembly.profile) {
+    const auto& sps = assembly.engine.step_cost->values();
+    std::fprintf(stderr, "[dspark] step-cost profile %s (%.1f s): SPS(1) %.0f, SPS(9) %.0f, SPS(%lld) %.0f steps/s\n",
+                 step_profile_source_name(assembly.profile->source), assembly.profile->seconds, sps[0],
+                 sps[std::min<size_t>(8, sps.size() - 1)], static_cast<long long>(sps.size()), sps.back());
+  }
+  return assembly;
 }
 
 std::string format_position_rates(const SpecDecodeMetrics& m) {

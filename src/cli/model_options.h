@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/assembly.h"
 #include "engine/engine.h"
 #include "engine/generation.h"
 #include "tokenizer/tokenizer.h"
@@ -32,11 +33,6 @@ struct ModelArgs {
   bool no_prefix_caching = false;  // --no-prefix-caching: every prompt computed in full
 };
 
-struct LoadedModel {
-  std::unique_ptr<Transformer> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-};
-
 void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_generation_options(CLI::App* cmd, GenerationOptions& options);
 void add_speculator_options(CLI::App* cmd, SpeculatorOptions& options);
@@ -47,15 +43,12 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& options);
 std::string auto_compute_dtype(const std::filesystem::path& model_dir);
 void apply_isa(const ModelArgs& args);
 
-// Applies the thread count and the ISA cap, then loads model and tokenizer (clear errors for a missing
-// directory or unsupported model). capture_layers: target layers whose hidden states every
-// forward returns (a block drafter's, from speculator_capture_layers()).
-LoadedModel load_model(const ModelArgs& args, int64_t max_sequences, std::vector<int32_t> capture_layers = {});
 EngineOptions engine_options(const ModelArgs& args, int64_t max_running);
-// For a speculative engine with --spec-schedule adaptive: loads (or measures and caches)
-// the target's step-cost profile and switches the options to the adaptive schedule.
-// Prints one line saying which. A no-op for fixed or without a speculator.
-void configure_schedule(EngineOptions& options, const ModelArgs& args, Transformer& model, bool speculative);
+// Applies the thread count and the ISA cap, then builds target, tokenizer, speculator and
+// schedule through the one assembly path (engine/assembly.h) for an engine of max_running
+// requests. Prints which kernels run (one line, once per process) and, for a speculative
+// engine under --spec-schedule adaptive, where the step-cost profile came from.
+Assembly assemble(const ModelArgs& args, const SpeculatorOptions& speculator, int64_t max_running);
 
 // Runs a short greedy request so that first-use costs (page faults on weights and KV,
 // lazily created kernels) do not land in a measurement.

@@ -38,8 +38,8 @@ double negative_log_likelihood(const float* logits, int64_t vocab, int32_t targe
 
 void run_perplexity(const PerplexityArgs& args) {
   DSPARK_CHECK(!args.datasets.empty(), "perplexity: give at least one --dataset");
-  LoadedModel loaded = load_model(args.model, 1);
-  Transformer& model = *loaded.model;
+  Assembly loaded = assemble(args.model, SpeculatorOptions{}, 1);
+  Transformer& model = *loaded.target;
   const int64_t vocab = model.config().vocab_size;
   const int64_t chunk = model.options().max_batch_tokens;
   const int64_t context = model.max_model_len();

@@ -19,17 +19,17 @@ struct ProfileArgs {
 };
 
 void run_profile(const ProfileArgs& args) {
-  LoadedModel loaded = load_model(args.model, args.max_sequences);
+  Assembly loaded = assemble(args.model, SpeculatorOptions{}, args.max_sequences);
   StepProfileOptions o;
   o.max_tokens = args.model.max_batch_tokens;
   o.context_length = args.context_length;
   o.tokens_per_sequence = std::max<int64_t>(9, (o.max_tokens + args.max_sequences - 1) / args.max_sequences);
   const auto cache = default_cache_dir();
-  const auto key = step_profile_key(args.model.model_dir, *loaded.model, o);
+  const auto key = step_profile_key(args.model.model_dir, *loaded.target, o);
   if (args.model.reprofile) std::filesystem::remove(cache / "step_profile" / (key + ".json"));
   StepProfileSource source = StepProfileSource::kMeasured;
   const double t0 = now_seconds();
-  const StepCostTable table = load_or_measure_step_cost(args.model.model_dir, *loaded.model, o, cache, &source);
+  const StepCostTable table = load_or_measure_step_cost(args.model.model_dir, *loaded.target, o, cache, &source);
   std::printf("# step-cost profile of %s (%s, %d threads, context %lld): %s in %.1f s; cache %s/step_profile/%s.json\n",
               args.model.model_dir.c_str(), args.model.dtype.c_str(), num_threads(),
               static_cast<long long>(o.context_length), step_profile_source_name(source), now_seconds() - t0,

@@ -66,25 +66,17 @@ void run_serve(ServeArgs& args) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client must fail a write, not kill the server
 
-  args.speculator.max_running = args.max_running;
-  args.speculator.compute = parse_dtype(args.model.dtype);
-  args.speculator.quantization = parse_quantization(args.model.quantization);
-  args.speculator.target_model_dir = args.model.model_dir;
-  // A block drafter reads target hidden states: the target must capture its layers.
-  LoadedModel loaded = load_model(args.model, args.max_running, speculator_capture_layers(args.speculator));
-  auto proposer = make_proposer(args.speculator, *loaded.model);
-  const std::string speculator = proposer ? fmt::format("{} (K={})", args.speculator.speculator,
-                                                        proposer->num_speculative_tokens())
-                                          : std::string("none");
+  Assembly loaded = assemble(args.model, args.speculator, args.max_running);
+  const std::string speculator = loaded.proposer ? fmt::format("{} (K={})", args.speculator.speculator,
+                                                               loaded.proposer->num_speculative_tokens())
+                                                 : std::string("none");
 
-  ServerMetrics metrics({std::string(isa_name(active_isa())), loaded.model->matmul_kernel(),
+  ServerMetrics metrics({std::string(isa_name(active_isa())), loaded.target->matmul_kernel(),
                          args.model.quantization == "int8" ? "int8" : args.model.dtype});
   EngineLoopOptions loop_options;
   loop_options.max_waiting = args.max_waiting;
   loop_options.on_finished = [&metrics](const FinishedRequest& r) { metrics.observe(r); };
-  EngineOptions engine = engine_options(args.model, args.max_running);
-  configure_schedule(engine, args.model, *loaded.model, proposer != nullptr);
-  EngineLoop loop(*loaded.model, *loaded.tokenizer, engine, std::move(proposer), loop_options);
+  EngineLoop loop(*loaded.target, *loaded.tokenizer, loaded.engine, std::move(loaded.proposer), loop_options);
 
   HttpServerOptions server_options;
   server_options.host = args.host;
@@ -109,7 +101,7 @@ void run_serve(ServeArgs& args) {
   HttpServer server(loop, metrics, chat_format, server_options);
   const int port = server.start();
 
-  const ModelConfig& config = loaded.model->config();
+  const ModelConfig& config = loaded.target->config();
   const EngineStats stats = loop.stats().engine;
   std::fprintf(stderr,
                "[dspark] serving '%s' on http://%s:%d | model %s (%s, %lld layers, hidden %lld, vocab %lld, context "
@@ -118,7 +110,7 @@ void run_serve(ServeArgs& args) {
                server_options.served_model_name.c_str(), args.host.c_str(), port, args.model.model_dir.c_str(),
                config.model_type_name.c_str(), static_cast<long long>(config.num_hidden_layers),
                static_cast<long long>(config.hidden_size), static_cast<long long>(config.vocab_size),
-               static_cast<long long>(loaded.model->max_model_len()), args.model.dtype.c_str(),
+               static_cast<long long>(loaded.target->max_model_len()), args.model.dtype.c_str(),
                args.model.kv_dtype.c_str(), num_threads(), static_cast<long long>(args.max_running),
                static_cast<long long>(args.model.max_batch_tokens), static_cast<long long>(args.max_waiting),
                static_cast<long long>(stats.kv_blocks_total), speculator.c_str(),

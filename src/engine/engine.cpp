@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "engine/detokenizer.h"
 #include "engine/request_validation.h"
 
 namespace dspark {
@@ -114,15 +115,18 @@ int64_t Engine::add_request(std::vector<int32_t> prompt, const GenerationOptions
   validate_request(prompt, options, model_.config().vocab_size, model_.max_model_len());
   DSPARK_CHECK_CAPACITY(static_cast<int64_t>(scheduler_.num_waiting()) < options_.max_waiting,
                         "the queue is full ({} waiting requests)", scheduler_.num_waiting());
-  auto request = std::make_unique<Request>(next_request_id_++, std::move(prompt), options, tokenizer_);
+  auto request = std::make_unique<Request>(next_request_id_++, std::move(prompt), options);
   request->arrival_time = now_seconds();
   if (proposer_) request->spec_metrics = SpecDecodeMetrics(proposer_->num_speculative_tokens());
-  if (options.response_format == ResponseFormat::kJsonObject) {
-    if (!json_masker_) {
+  if (options.response_format != ResponseFormat::kText) {
+    const bool schema = options.response_format == ResponseFormat::kJsonSchema;
+    DSPARK_CHECK_REQUEST(!schema || options.json_schema, "response_format json_schema without a compiled schema");
+    if (!json_masker_) {  // one vocabulary masker serves json_object and every schema
       json_masker_ = std::make_unique<JsonTokenMasker>(
           token_bytes(tokenizer_, model_.config().vocab_size, tokenizer_.eos_ids()));
     }
-    request->json = std::make_unique<JsonConstraint>(*json_masker_);
+    request->json = schema ? std::make_unique<JsonConstraint>(*json_masker_, options.json_schema)
+                           : std::make_unique<JsonConstraint>(*json_masker_);
   }
   const int64_t id = request->id;
   scheduler_.add(std::move(request));
@@ -329,10 +333,12 @@ GenerationResult generate_one(Engine& engine, std::vector<int32_t> prompt, const
   result.prompt_tokens = static_cast<int64_t>(prompt.size());
   const double start = now_seconds();
   bool done = false;
+  Detokenizer detokenizer(engine.tokenizer(), options.stop);
   const int64_t id = engine.add_request(std::move(prompt), options);
   std::vector<RequestOutput> outputs;
-  auto take = [&](const RequestOutput& out) {
+  auto take = [&](RequestOutput& out) {
     if (out.request_id != id) return;
+    if (detokenizer.process(out)) engine.cancel(id);  // a stop string: the rest is not wanted
     if (result.tokens.empty() && !out.token_ids.empty()) result.ttft_seconds = now_seconds() - start;
     result.tokens.insert(result.tokens.end(), out.token_ids.begin(), out.token_ids.end());
     result.logprobs.insert(result.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
@@ -348,7 +354,7 @@ GenerationResult generate_one(Engine& engine, std::vector<int32_t> prompt, const
   };
   while (!done) {
     const bool stepped = engine.step(outputs);
-    for (const RequestOutput& out : outputs) take(out);
+    for (RequestOutput& out : outputs) take(out);
     if (!stepped) break;
   }
   DSPARK_CHECK(done, "the engine stopped before the request finished (KV cache too small?)");

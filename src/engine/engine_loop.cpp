@@ -43,7 +43,8 @@ EngineLoop::EngineLoop(Transformer& model, const Tokenizer& tokenizer, const Eng
   stats_.schedule = engine_->schedule_metrics();
   if (engine_->step_cost()) stats_.step_cost = engine_->step_cost()->values();
   taken_.reserve(16);
-  live_.reserve(max_running_ + options_.max_waiting + 1);
+  running_.reserve(static_cast<size_t>(max_running_ + options_.max_waiting + 1));
+  output_thread_ = std::thread([this] { run_outputs(); });
   thread_ = std::thread([this, threads = num_threads()] { run(threads); });
 }
 
@@ -65,6 +66,7 @@ std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, c
                                        options_.max_waiting));
     }
     stream = std::make_shared<RequestStream>(next_id_++, static_cast<int64_t>(prompt.size()), now_seconds());
+    stream->detokenizer_ = std::make_unique<Detokenizer>(tokenizer_, options.stop);
     ++in_flight_;
     inbox_.push_back(Submission{stream, std::move(prompt), options});
   }
@@ -113,6 +115,7 @@ void EngineLoop::stop() {
   }
   wake_.notify_one();
   if (thread_.joinable()) thread_.join();
+  if (output_thread_.joinable()) output_thread_.join();
 }
 
 EngineLoopStats EngineLoop::stats() const {
@@ -135,10 +138,10 @@ void EngineLoop::run(int omp_threads) {
     {
       std::unique_lock lock(mu_);
       wake_.wait(lock, [&] {
-        return stopping_ || (!paused_ && (!live_.empty() || !inbox_.empty() || !cancels_.empty()));
+        return stopping_ || (!paused_ && (!running_.empty() || !inbox_.empty() || !cancels_.empty()));
       });
       stopping = stopping_;
-      if (stopping && inbox_.empty() && cancels_.empty() && live_.empty()) break;
+      if (stopping && inbox_.empty() && cancels_.empty() && running_.empty()) break;
       std::swap(taken_, inbox_);
       std::swap(taken_cancels_, cancels_);
     }
@@ -148,11 +151,11 @@ void EngineLoop::run(int omp_threads) {
     }
     taken_.clear();
     for (const auto& stream : taken_cancels_) {
-      if (stream->engine_id_ > 0) engine_->cancel(stream->engine_id_);
+      if (running_.contains(stream->engine_id_)) engine_->cancel(stream->engine_id_);
     }
     taken_cancels_.clear();
     if (stopping && !cancelled_all) {
-      for (const auto& stream : live_) engine_->cancel(stream->engine_id_);
+      for (const auto& [id, stream] : running_) engine_->cancel(id);
       cancelled_all = true;
     }
 
@@ -160,12 +163,15 @@ void EngineLoop::run(int omp_threads) {
     try {
       stepped = engine_->step(outputs_);
     } catch (const std::exception& e) {
-      logger().error("engine step failed, failing {} requests: {}", live_.size(), e.what());
+      logger().error("engine step failed, failing {} requests: {}", running_.size(), e.what());
+      outputs_.clear();
       fail_all(client_text(e));
     }
-    for (const RequestOutput& out : outputs_) deliver(out);
+    // Before the hand-over: a client that sees its request end (drain() included) must
+    // see the engine's counters after the step that ended it (its blocks freed).
     publish_stats();
-    if (!stepped && !live_.empty()) {
+    hand_over();
+    if (!stepped && !running_.empty()) {
       // Work exists but nothing could be scheduled this step: wait a little for news
       // instead of spinning.
       std::unique_lock lock(mu_);
@@ -173,6 +179,11 @@ void EngineLoop::run(int omp_threads) {
     }
   }
   publish_stats();
+  {
+    std::lock_guard lock(out_mu_);
+    engine_done_ = true;
+  }
+  out_ready_.notify_one();
 }
 
 void EngineLoop::admit(Submission& s) {
@@ -184,78 +195,56 @@ void EngineLoop::admit(Submission& s) {
     out.finish_reason = FinishReason::kCancelled;
   } else {
     try {
-      live_.push_back(stream);
       stream->engine_id_ = engine_->add_request(std::move(s.prompt), s.options);
+      running_.emplace(stream->engine_id_, stream);
       return;
     } catch (const std::exception& e) {
-      live_.pop_back();
       out.finished = true;
       out.finish_reason = FinishReason::kError;
       logger().error("request {} could not be added to the engine: {}", stream->id(), e.what());
       out.error = client_text(e);
     }
   }
-  // Never reached the engine: report and account for it here.
-  live_.push_back(stream);
-  on_output(stream, out);
+  // Never reached the engine: its end goes out with this step's outputs.
+  batch_.push_back(Delivery{stream, std::move(out)});
 }
 
-void EngineLoop::deliver(const RequestOutput& out) {
-  auto it = std::find_if(live_.begin(), live_.end(), [&](const auto& s) { return s->engine_id_ == out.request_id; });
-  if (it == live_.end()) return;
-  const std::shared_ptr<RequestStream> stream = *it;  // a copy: on_output may erase it from live_
-  on_output(stream, out);
-}
-
-void EngineLoop::on_output(const std::shared_ptr<RequestStream>& stream, const RequestOutput& out) {
-  auto it = std::find(live_.begin(), live_.end(), stream);
-  if (it == live_.end()) return;  // already finished (see fail_all)
-  if (!out.finished) {
-    stream->push(out);
-    return;
+void EngineLoop::hand_over() {
+  for (RequestOutput& out : outputs_) {
+    const auto it = running_.find(out.request_id);
+    if (it == running_.end()) continue;  // failed by fail_all: its end was delivered
+    std::shared_ptr<RequestStream> stream = it->second;
+    if (out.finished) running_.erase(it);
+    batch_.push_back(Delivery{std::move(stream), std::move(out)});
   }
-  live_.erase(it);
-  // Account for the request before its client can see the end, so that whatever the
-  // client does next (read /metrics, submit again) sees it finished.
-  FinishedRequest done;
-  done.finish_reason = out.error.empty() ? out.finish_reason : FinishReason::kError;
-  done.prompt_tokens = out.prompt_tokens;
-  done.output_tokens = out.output_tokens;
-  done.timing = stream->timing();
-  done.timing.finish = now_seconds();
-  if (done.timing.first_token == 0 && !out.token_ids.empty()) done.timing.first_token = done.timing.finish;
+  outputs_.clear();
+  if (batch_.empty()) return;
   {
-    std::lock_guard lock(stats_mu_);
-    ++stats_.finished[static_cast<size_t>(done.finish_reason)];
-    stats_.prompt_tokens += done.prompt_tokens;
-    stats_.generation_tokens += done.output_tokens;
+    std::lock_guard lock(out_mu_);
+    if (out_queue_.empty()) {
+      std::swap(out_queue_, batch_);
+    } else {
+      for (Delivery& d : batch_) out_queue_.push_back(std::move(d));
+      batch_.clear();
+    }
   }
-  if (options_.on_finished) options_.on_finished(done);
-  {
-    std::lock_guard lock(mu_);
-    --in_flight_;
-  }
-  publish_stats();
-  stream->push(out);
-  idle_.notify_all();
+  out_ready_.notify_one();
 }
 
 void EngineLoop::fail_all(const std::string& error) {
-  // Copy: on_output erases from live_.
-  const std::vector<std::shared_ptr<RequestStream>> victims = live_;
-  for (const auto& stream : victims) {
+  for (const auto& [id, stream] : running_) {
     RequestOutput out;
     out.finished = true;
     out.finish_reason = FinishReason::kError;
     out.error = error;
     out.prompt_tokens = stream->prompt_tokens();
     out.output_tokens = stream->output_tokens();
-    const int64_t id = stream->engine_id_;
-    on_output(stream, out);
-    // Frees its blocks at the next step; the cancellation's own report finds the stream
-    // gone from live_ and is dropped.
-    if (id > 0) engine_->cancel(id);
+    batch_.push_back(Delivery{stream, std::move(out)});
+    // Frees its blocks at the next step; the cancellation's own report finds no stream
+    // and is dropped.
+    engine_->cancel(id);
   }
+  running_.clear();
 }
 
 void EngineLoop::publish_stats() {
@@ -269,6 +258,53 @@ void EngineLoop::publish_stats() {
   stats_.spec = engine_->spec_metrics();
   stats_.schedule = engine_->schedule_metrics();
   stats_.in_flight = in_flight;
+}
+
+void EngineLoop::run_outputs() {
+  while (true) {
+    {
+      std::unique_lock lock(out_mu_);
+      out_ready_.wait(lock, [&] { return !out_queue_.empty() || engine_done_; });
+      if (out_queue_.empty()) break;  // engine_done_: nothing more will come
+      std::swap(delivering_, out_queue_);
+    }
+    for (Delivery& d : delivering_) deliver(d.stream, d.output);
+    delivering_.clear();
+  }
+}
+
+void EngineLoop::deliver(const std::shared_ptr<RequestStream>& stream, RequestOutput& out) {
+  if (stream->finished()) return;
+  // A stop string ends the request here; the engine is told to drop the rest.
+  if (stream->detokenizer_->process(out)) cancel(stream);
+  if (!out.finished) {
+    if (!out.token_ids.empty() || !out.text.empty()) stream->push(out);
+    return;
+  }
+  // Account for the request before its client can see the end, so that whatever the
+  // client does next (read /metrics, submit again) sees it finished.
+  FinishedRequest done;
+  done.finish_reason = out.error.empty() ? out.finish_reason : FinishReason::kError;
+  done.prompt_tokens = out.prompt_tokens;
+  done.output_tokens = out.output_tokens;
+  done.timing = stream->timing();
+  done.timing.finish = now_seconds();
+  if (done.timing.first_token == 0 && !out.token_ids.empty()) done.timing.first_token = done.timing.finish;
+  int64_t in_flight = 0;
+  {
+    std::lock_guard lock(mu_);
+    in_flight = --in_flight_;
+  }
+  {
+    std::lock_guard lock(stats_mu_);
+    ++stats_.finished[static_cast<size_t>(done.finish_reason)];
+    stats_.prompt_tokens += done.prompt_tokens;
+    stats_.generation_tokens += done.output_tokens;
+    stats_.in_flight = in_flight;
+  }
+  if (options_.on_finished) options_.on_finished(done);
+  stream->push(out);
+  idle_.notify_all();
 }
 
 }  // namespace dspark

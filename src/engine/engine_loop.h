@@ -1,8 +1,12 @@
-// EngineLoop: one thread that owns an Engine and steps it while there is work (DESIGN §3).
-// Other threads never touch the Engine: submit() validates a request on the caller's
-// thread and puts it into a locked inbox; cancel() puts a cancellation there; the engine
-// thread drains the inbox between steps and reports every request's output into that
-// request's RequestStream. With nothing to do the thread sleeps on a condition variable.
+// EngineLoop: one thread that owns an Engine and steps it while there is work (DESIGN §3),
+// and a second that turns its outputs into what clients see. Other threads never touch the
+// Engine: submit() validates a request on the caller's thread and puts it into a locked
+// inbox; cancel() puts a cancellation there; the engine thread drains the inbox between
+// steps and hands each step's outputs (token ids) over whole. The output thread
+// detokenizes them and matches stop strings (engine/detokenizer.h; a stop string cancels
+// the request in the engine), accounts for finished requests, and pushes into each
+// request's RequestStream, so text work never delays a step. With nothing to do both
+// threads sleep on condition variables.
 //
 // Admission: at most max_running requests run (hold KV blocks) at once and at most
 // max_waiting more may wait for a place; submit() beyond that throws QueueFullError, so
@@ -14,7 +18,7 @@
 //
 // Shutdown: stop_accepting() makes submit() throw ShuttingDownError; drain() waits for
 // in-flight requests to finish; stop() (and the destructor) cancels what is left,
-// delivers the cancellations, and joins the thread.
+// delivers the cancellations, and joins both threads.
 #pragma once
 
 #include <array>
@@ -25,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/check.h"
@@ -56,7 +61,8 @@ struct FinishedRequest {
 
 struct EngineLoopOptions {
   int64_t max_waiting = 64;  // requests queued beyond the running ones; more are refused
-  // Called on the engine thread for every finished request (keep it cheap); may be empty.
+  // Called on the output thread for every finished request, before its client sees the
+  // end (keep it cheap); may be empty.
   std::function<void(const FinishedRequest&)> on_finished;
 };
 
@@ -119,13 +125,23 @@ class EngineLoop {
     GenerationOptions options;
   };
 
+  // An output on its way from the engine thread to the output thread.
+  struct Delivery {
+    std::shared_ptr<RequestStream> stream;
+    RequestOutput output;
+  };
+
+  // Engine thread.
   void run(int omp_threads);
   void admit(Submission& s);
-  // An output of Engine::step, to the stream of its request (none once it finished).
-  void deliver(const RequestOutput& out);
-  void on_output(const std::shared_ptr<RequestStream>& stream, const RequestOutput& out);
+  // Queues this step's outputs for the output thread (the engine's own for requests whose
+  // stream is gone are dropped).
+  void hand_over();
   void fail_all(const std::string& error);
   void publish_stats();
+  // Output thread.
+  void run_outputs();
+  void deliver(const std::shared_ptr<RequestStream>& stream, RequestOutput& out);
 
   const Transformer& model_;
   const Tokenizer& tokenizer_;
@@ -149,13 +165,24 @@ class EngineLoop {
   // Engine-thread state.
   std::vector<Submission> taken_;                       // inbox swapped out
   std::vector<std::shared_ptr<RequestStream>> taken_cancels_;
-  std::vector<std::shared_ptr<RequestStream>> live_;    // added to the engine, not finished
+  std::unordered_map<int64_t, std::shared_ptr<RequestStream>> running_;  // engine id -> stream, until the engine finishes it
   std::vector<RequestOutput> outputs_;                  // of the last step
+  std::vector<Delivery> batch_;                         // this step's deliveries
+
+  // Engine thread -> output thread, guarded by out_mu_.
+  std::mutex out_mu_;
+  std::condition_variable out_ready_;
+  std::vector<Delivery> out_queue_;
+  bool engine_done_ = false;                            // the engine thread ended: nothing more comes
+
+  // Output-thread state.
+  std::vector<Delivery> delivering_;                    // out_queue_ swapped out
 
   mutable std::mutex stats_mu_;
   EngineLoopStats stats_;
 
   std::thread thread_;
+  std::thread output_thread_;
 };
 
 }  // namespace dspark

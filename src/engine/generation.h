@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +13,8 @@
 #include "spec/spec_metrics.h"
 
 namespace dspark {
+
+struct CompiledJsonSchema;  // structured/json_schema.h
 
 enum class FinishReason { kLength, kStop, kEos, kCancelled, kError };
 // OpenAI's names: "length", "stop" (stop strings and EOS), "cancelled", "error".
@@ -39,6 +42,8 @@ enum class ResponseFormat {
   kJsonObject,  // a JSON object: the target's logits are masked to tokens that keep the
                 // output a prefix of one (structured/json_constraint.h); the request
                 // finishes ("stop") when the object closes
+  kJsonSchema,  // a JSON value valid under GenerationOptions::json_schema, likewise masked
+                // (structured/schema_matcher.h); finishes ("stop") when the value is complete
 };
 
 struct GenerationOptions {
@@ -50,6 +55,9 @@ struct GenerationOptions {
   int32_t max_spec_tokens = -1;         // drafts verified per round at most (0 = no speculation);
                                         // -1 = as the engine's speculator and schedule decide
   ResponseFormat response_format = ResponseFormat::kText;
+  // kJsonSchema: the compiled schema (structured/json_schema.h compile_json_schema), shared
+  // and immutable; required then, ignored otherwise.
+  std::shared_ptr<const CompiledJsonSchema> json_schema;
 
   void validate() const;                // throws Error (kInvalidRequest) naming the bad field
 };

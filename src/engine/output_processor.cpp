@@ -81,7 +81,7 @@ OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits
   for (int32_t j = 0; j < verdict.num_accepted && !finished; ++j) emit(j, r.drafts[j]);
   if (!finished) emit(verdict.num_accepted, verdict.next_token);
   r.drafts.clear();
-  if (!out.token_ids.empty() || !out.text.empty() || out.finished) {
+  if (!out.token_ids.empty() || out.finished) {
     out.request_id = r.id;
     out.prompt_tokens = r.num_prompt_tokens;
     out.output_tokens = r.num_output_tokens();
@@ -114,11 +114,6 @@ bool OutputProcessor::append_token(Request& r, int32_t token, RequestOutput& out
   }
   r.tokens.push_back(token);
   out.token_ids.push_back(token);
-  out.text += r.text_stream.append(r.decoder.push(token));
-  if (r.text_stream.stopped()) {
-    finish(r, FinishReason::kStop, out);
-    return true;
-  }
   if (r.json) {
     DSPARK_CHECK(r.json->accept_token(token), "token {} does not continue the JSON output", token);
     if (r.json->complete()) {  // the object closed: nothing may follow
@@ -134,10 +129,6 @@ bool OutputProcessor::append_token(Request& r, int32_t token, RequestOutput& out
 }
 
 void OutputProcessor::finish(Request& r, FinishReason reason, RequestOutput& out) {
-  if (reason != FinishReason::kStop && reason != FinishReason::kCancelled && reason != FinishReason::kError) {
-    out.text += r.text_stream.append(r.decoder.flush());
-  }
-  out.text += r.text_stream.finish();
   r.finish_reason = reason;
   r.finish_time = now_seconds();
   r.state = RequestState::kFinished;

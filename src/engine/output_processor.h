@@ -3,8 +3,9 @@
 // order: for a constrained request (response_format json_object) the mask of every row for
 // the output so far plus the drafts before it, the request's sampling transform of every
 // row (penalties see the drafts before each position, as plain decoding would), the rejection sampler over its drafts
-// (accepted drafts, then a recovered or bonus token), log-probabilities, detokenization
-// and stop strings, and the finish conditions (EOS, stop string, max_tokens, context).
+// (accepted drafts, then a recovered or bonus token), log-probabilities, and the finish
+// conditions (EOS, a closed JSON object, max_tokens, context). Token ids only: text and
+// stop strings are made beside the engine (engine/detokenizer.h).
 #pragma once
 
 #include <cstdint>
@@ -34,9 +35,8 @@ class OutputProcessor {
   // the request's own metrics, and appends its output to `outputs` when there is news.
   Verdict commit(Request& request, const float* logits, std::vector<RequestOutput>& outputs);
 
-  // Marks the request finished with `reason` and completes its final output (held-back
-  // text flushed unless it stopped, was cancelled or failed). Frees nothing: the
-  // scheduler releases finished requests.
+  // Marks the request finished with `reason` and completes its final output. Frees
+  // nothing: the scheduler releases finished requests.
   void finish(Request& request, FinishReason reason, RequestOutput& out);
 
  private:

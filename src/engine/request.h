@@ -1,6 +1,6 @@
 // Request: everything the engine keeps about one generation request — its committed
 // tokens, how many of them have KV in the cache, its KV blocks, sampling state, the drafts
-// proposed for the current step, stop-string and streaming state, and timings.
+// proposed for the current step, and timings (text is made outside, engine/detokenizer.h).
 //
 // Token bookkeeping (token-flattened, as vLLM v1): tokens = prompt + committed output.
 // num_computed counts the leading tokens whose K/V is in the cache. A request whose
@@ -19,9 +19,7 @@
 #include "model/block_allocator.h"
 #include "engine/generation.h"
 #include "engine/prefix_cache.h"
-#include "engine/text_stream.h"
 #include "structured/json_constraint.h"
-#include "tokenizer/tokenizer.h"
 #include "spec/spec_metrics.h"
 
 namespace dspark {
@@ -29,7 +27,7 @@ namespace dspark {
 // What Engine::step reports for each request the step changed.
 struct RequestOutput {
   int64_t request_id = 0;
-  std::string text;                    // newly final text (may be empty)
+  std::string text;                    // newly final text; filled by a Detokenizer (the engine leaves it empty)
   std::vector<int32_t> token_ids;      // newly committed tokens
   std::vector<TokenLogprob> logprobs;  // parallel to token_ids when the request asked for them
   bool finished = false;
@@ -44,7 +42,7 @@ struct RequestOutput {
 enum class RequestState { kWaiting, kRunning, kFinished };
 
 struct Request {
-  Request(int64_t id, std::vector<int32_t> prompt, GenerationOptions options, const Tokenizer& tokenizer);
+  Request(int64_t id, std::vector<int32_t> prompt, GenerationOptions options);
 
   int64_t id;
   GenerationOptions options;
@@ -66,8 +64,6 @@ struct Request {
   const float* draft_confidence = nullptr;  // [drafts] or null
 
   std::unique_ptr<JsonConstraint> json;  // response_format json_object: the output as a JSON prefix
-  StreamingDecoder decoder;
-  TextStream text_stream;
   SpecDecodeMetrics spec_metrics;
 
   double arrival_time = 0;

@@ -1,22 +1,24 @@
-// RequestStream: the hand-over point between the engine thread and the one thread that
-// serves a request (an HTTP handler). The engine thread pushes RequestOutputs; the
+// RequestStream: the hand-over point between EngineLoop and the one thread that serves a
+// request (an HTTP handler). EngineLoop's output thread pushes RequestOutputs; the
 // consumer takes everything that arrived since its last call, blocking on a condition
 // variable until there is news or a timeout passes. Text and token ids of several engine
 // outputs coalesce, so a slow consumer never makes the engine wait and never loses text.
 //
-// Thread-safety: push is called by the engine thread only, next/wait_finished/
-// timing by any thread; every member behind the mutex. engine_id and the cancel flag
-// belong to EngineLoop.
+// Thread-safety: push is called by EngineLoop's output thread only, next/wait_finished/
+// timing by any thread; every member behind the mutex. engine_id, the cancel flag and the
+// detokenizer belong to EngineLoop.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "engine/detokenizer.h"
 #include "engine/generation.h"
 #include "engine/request.h"
 
@@ -51,7 +53,7 @@ class RequestStream {
 
   int64_t id() const { return id_; }
 
-  // Engine thread. Ignored once a finishing output was pushed.
+  // Output thread. Ignored once a finishing output was pushed.
   void push(const RequestOutput& output);
 
   // Consumer. Waits up to `timeout` for news; returns false when nothing arrived (the
@@ -76,9 +78,11 @@ class RequestStream {
   bool delivered_final_ = false;  // consumer side: the finishing update was taken
   RequestTiming timing_;
 
-  // Owned by EngineLoop's engine thread.
+  // Owned by EngineLoop: the engine id by its engine thread, the detokenizer by its
+  // output thread.
   int64_t engine_id_ = 0;
   std::atomic<bool> cancel_requested_{false};
+  std::unique_ptr<Detokenizer> detokenizer_;
 };
 
 }  // namespace dspark

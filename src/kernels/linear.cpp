@@ -101,6 +101,38 @@ struct Linear::Impl {
     packed_int8.emplace(weight, bias, options.max_rows);
   }
 
+  // A view: `source`'s packed weights, scratch and primitives of its own (see shared_view).
+  Impl(const Impl& source, int64_t max_rows)
+      : out(source.out), in(source.in), options(source.options), has_bias(source.has_bias) {
+    DSPARK_CHECK(max_rows >= 1, "Linear: max_rows must be >= 1, got {}", max_rows);
+    options.max_rows = max_rows;
+    if (source.packed_bf16) {
+      packed_bf16.emplace(*source.packed_bf16, max_rows);
+      return;
+    }
+    if (source.packed_int8) {
+      packed_int8.emplace(*source.packed_int8, max_rows);
+      return;
+    }
+    // oneDNN: memory objects are reference-counted handles, so copying them shares the
+    // packed buffers. The implementation is pinned for the view's own row range, as for
+    // any Linear; a layout it needs that the source has not is reordered from the shared
+    // one (exact) into a buffer of the view's own.
+    stream = dnnl::stream(cpu_engine());
+    if (options.compute == DType::kBF16) {
+      x_bf16 = AlignedBuffer(static_cast<size_t>(options.max_rows * in) * sizeof(uint16_t));
+    }
+    if (has_bias) {
+      bias_values = AlignedBuffer(static_cast<size_t>(out) * sizeof(float));
+      std::memcpy(bias_values.data(), source.bias_values.data(), static_cast<size_t>(out) * sizeof(float));
+      bias_mem = memory({{1, out}, Dt::f32, Tag::ab}, cpu_engine(), bias_values.data());
+    }
+    by_rows.resize(static_cast<size_t>(options.max_rows) + 1);
+    implementation = choose_implementation();
+    packed = source.packed;
+    make_primitive(1, primitive_desc(1));
+  }
+
   Impl(std::span<const float> weight, int64_t out_features, int64_t in_features,
        std::span<const float> bias, const LinearOptions& opts)
       : out(out_features), in(in_features), options(opts), has_bias(!bias.empty()) {
@@ -259,6 +291,13 @@ Linear::Linear(std::span<const float> weight, int64_t out_features, int64_t in_f
 Linear::Linear(const Int8Weights& weight, std::span<const float> bias, const LinearOptions& options)
     : impl_(std::make_unique<Impl>(weight, bias, options)) {}
 Linear::~Linear() = default;
+
+Linear Linear::shared_view(int64_t max_rows) const {
+  Linear view;
+  view.impl_ = std::make_unique<Impl>(*impl_, max_rows);
+  return view;
+}
+
 Linear::Linear(Linear&&) noexcept = default;
 Linear& Linear::operator=(Linear&&) noexcept = default;
 
@@ -272,6 +311,15 @@ size_t Linear::weight_bytes() const {
   if (impl_->packed_bf16) return impl_->packed_bf16->weight_bytes();
   if (impl_->packed_int8) return impl_->packed_int8->weight_bytes();
   return impl_->packed[0].desc.get_size();
+}
+
+bool Linear::shares_weights_with(const Linear& other) const {
+  auto data = [](const Impl& i) -> const void* {
+    if (i.packed_bf16) return i.packed_bf16->weights_data();
+    if (i.packed_int8) return i.packed_int8->weights_data();
+    return i.packed[0].mem.get_data_handle();
+  };
+  return data(*impl_) == data(*other.impl_);
 }
 
 std::string Linear::kernel_name() const {

@@ -61,6 +61,15 @@ class Linear {
   Linear(const Int8Weights& weight, std::span<const float> bias, const LinearOptions& options);
   ~Linear();
   Linear(Linear&&) noexcept;
+  // A Linear over this one's weights (shared read only, not copied; they stay alive while
+  // either object does) with scratch of its own for up to max_rows rows, so it may run
+  // on a different batch size. The packed kernels keep their kernel, so a row has the
+  // same bits through either object; oneDNN (f32) pins an implementation for the view's
+  // row range, as a Linear built for max_rows would. How a drafter multiplies by the
+  // target's LM head.
+  Linear shared_view(int64_t max_rows) const;
+  // True when both multiply by one stored copy of the weights (a view and its source).
+  bool shares_weights_with(const Linear& other) const;
   Linear& operator=(Linear&&) noexcept;
 
   // x: [num_rows, in_features] f32; y: [num_rows, out_features] f32. 1 <= num_rows <= max_rows.
@@ -79,6 +88,8 @@ class Linear {
   std::string kernel_name() const;
 
  private:
+  Linear() = default;  // shared_view fills impl_
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -108,8 +108,8 @@ PackedBf16Gemm::PackedBf16Gemm(const float* weight, int64_t out_features, int64_
   const int64_t num_chunks = padded_in_ / kBf16Chunk;
   int64_t total = 0;  // bf16 elements
   for (int64_t g = 0; g < num_groups_; ++g) total += num_chunks * kernels::bf16_blocks_in_group(g, out_) * kBf16TileElems;
-  packed_ = AlignedBuffer(static_cast<size_t>(total) * sizeof(uint16_t));
-  uint16_t* dst = packed_.as<uint16_t>();  // zero-initialised: padding outputs/columns stay 0
+  auto packed = std::make_shared<AlignedBuffer>(static_cast<size_t>(total) * sizeof(uint16_t));
+  uint16_t* dst = packed->as<uint16_t>();  // zero-initialised: padding outputs/columns stay 0
   for (int64_t g = 0; g < num_groups_; ++g) {
     const int64_t blocks = kernels::bf16_blocks_in_group(g, out_);
     for (int64_t ch = 0; ch < num_chunks; ++ch)
@@ -126,8 +126,27 @@ PackedBf16Gemm::PackedBf16Gemm(const float* weight, int64_t out_features, int64_
           }
     dst += num_chunks * blocks * kBf16TileElems;
   }
-  bias_ = AlignedBuffer(static_cast<size_t>(num_groups_ * kBf16Group) * sizeof(float));
-  if (!bias.empty()) std::memcpy(bias_.data(), bias.data(), bias.size() * sizeof(float));
+  packed_ = std::move(packed);
+  auto padded_bias = std::make_shared<AlignedBuffer>(static_cast<size_t>(num_groups_ * kBf16Group) * sizeof(float));
+  if (!bias.empty()) std::memcpy(padded_bias->data(), bias.data(), bias.size() * sizeof(float));
+  bias_ = std::move(padded_bias);
+  allocate_scratch();
+}
+
+PackedBf16Gemm::PackedBf16Gemm(const PackedBf16Gemm& source, int64_t max_rows)
+    : out_(source.out_),
+      in_(source.in_),
+      padded_in_(source.padded_in_),
+      num_groups_(source.num_groups_),
+      max_rows_(max_rows),
+      kernel_(source.kernel_),
+      packed_(source.packed_),
+      bias_(source.bias_) {
+  DSPARK_CHECK(max_rows_ >= 1, "PackedBf16Gemm: max_rows must be >= 1, got {}", max_rows_);
+  allocate_scratch();
+}
+
+void PackedBf16Gemm::allocate_scratch() {
   const int64_t scratch_rows = uses_bf16_input(kernel_) ? (max_rows_ + 31) / 32 * 32 : max_rows_;
   scratch_ = AlignedBuffer(static_cast<size_t>(scratch_rows * padded_in_) *
                            (uses_bf16_input(kernel_) ? sizeof(uint16_t) : sizeof(float)));
@@ -136,7 +155,7 @@ PackedBf16Gemm::PackedBf16Gemm(const float* weight, int64_t out_features, int64_
 void PackedBf16Gemm::multiply(const float* x, float* y, int64_t num_rows) {
   DSPARK_CHECK(num_rows >= 1 && num_rows <= max_rows_, "PackedBf16Gemm: num_rows {} outside [1, {}]", num_rows,
                max_rows_);
-  const kernels::PackedBf16View w{packed_.as<uint16_t>(), bias_.as<float>(), out_, in_, padded_in_, num_groups_};
+  const kernels::PackedBf16View w{packed_->as<uint16_t>(), bias_->as<float>(), out_, in_, padded_in_, num_groups_};
   switch (kernel_) {
     case Bf16Kernel::kFma256: return kernels::bf16_gemm_fma256(w, x, scratch_.as<float>(), y, num_rows);
     case Bf16Kernel::kFma512: return kernels::bf16_gemm_fma512(w, x, scratch_.as<float>(), y, num_rows);

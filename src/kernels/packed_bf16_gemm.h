@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -37,6 +38,10 @@ class PackedBf16Gemm {
   // largest M of multiply. Throws when `kernel` is not allowed under the ISA cap.
   PackedBf16Gemm(const float* weight, int64_t out_features, int64_t in_features, std::span<const float> bias,
                  int64_t max_rows, Bf16Kernel kernel = Bf16Kernel::kBest);
+  // Multiplies by `source`'s packed weights and bias (shared, read only: nothing is copied,
+  // and they live as long as either object) with scratch of its own for up to max_rows
+  // rows, and the same kernel, so a row gives the same bits through either object.
+  PackedBf16Gemm(const PackedBf16Gemm& source, int64_t max_rows);
 
   // x: [num_rows, in] f32 (rounded to bf16 here); y: [num_rows, out] f32.
   // Uses per-object scratch: one object must not run two multiplies at once.
@@ -44,7 +49,8 @@ class PackedBf16Gemm {
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
-  size_t weight_bytes() const { return packed_.size(); }
+  size_t weight_bytes() const { return packed_->size(); }
+  const void* weights_data() const { return packed_->data(); }  // identifies the stored copy
   Bf16Kernel kernel() const { return kernel_; }  // never kBest
 
  private:
@@ -54,8 +60,10 @@ class PackedBf16Gemm {
   int64_t num_groups_;
   int64_t max_rows_;
   Bf16Kernel kernel_;
-  AlignedBuffer packed_;   // [groups][padded_in / 32][blocks <= 4][16][16][2] bf16
-  AlignedBuffer bias_;     // [num_groups * 64] f32, zero beyond out_ (and when no bias)
+  void allocate_scratch();
+
+  std::shared_ptr<const AlignedBuffer> packed_;  // [groups][padded_in / 32][blocks <= 4][16][16][2] bf16
+  std::shared_ptr<const AlignedBuffer> bias_;    // [num_groups * 64] f32, zero beyond out_ (and when no bias)
   AlignedBuffer scratch_;  // f32 kernels: [max_rows, padded_in] f32; bf16 kernels: [16-padded max_rows, padded_in] bf16
 };
 

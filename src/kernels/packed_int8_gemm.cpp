@@ -77,12 +77,12 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
                "PackedInt8Gemm: bias has {} values, expected {}", bias.size(), out_);
   DSPARK_CHECK(isa_allowed(int8_kernel_isa(kernel_)), "PackedInt8Gemm: kernel {} needs ISA {} (active: {})",
                int8_kernel_name(kernel_), isa_name(int8_kernel_isa(kernel_)), isa_name(active_isa()));
-  packed_ = AlignedBuffer(static_cast<size_t>(num_groups_ * num_chunks * kInt8ChunkRecord));
+  auto packed = std::make_shared<AlignedBuffer>(static_cast<size_t>(num_groups_ * num_chunks * kInt8ChunkRecord));
   for (int64_t g = 0; g < num_groups_; ++g) {
     const int64_t blocks = out_ - g * kInt8Group > kInt8Block ? 2 : 1;
     const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
     for (int64_t ch = 0; ch < num_chunks; ++ch) {
-      uint8_t* rec = packed_.as<uint8_t>() + (g * num_chunks) * kInt8ChunkRecord + ch * record_bytes;
+      uint8_t* rec = packed->as<uint8_t>() + (g * num_chunks) * kInt8ChunkRecord + ch * record_bytes;
       float* scales = reinterpret_cast<float*>(rec + blocks * kInt8BlockBytes);
       for (int64_t b = 0; b < blocks; ++b)
         for (int64_t lane = 0; lane < kInt8Block; ++lane) {
@@ -96,8 +96,28 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
         }
     }
   }
-  bias_ = AlignedBuffer(static_cast<size_t>(num_groups_ * kInt8Group) * sizeof(float));
-  if (!bias.empty()) std::memcpy(bias_.data(), bias.data(), bias.size() * sizeof(float));
+  packed_ = std::move(packed);
+  auto padded_bias = std::make_shared<AlignedBuffer>(static_cast<size_t>(num_groups_ * kInt8Group) * sizeof(float));
+  if (!bias.empty()) std::memcpy(padded_bias->data(), bias.data(), bias.size() * sizeof(float));
+  bias_ = std::move(padded_bias);
+  allocate_scratch();
+}
+
+PackedInt8Gemm::PackedInt8Gemm(const PackedInt8Gemm& source, int64_t max_rows)
+    : out_(source.out_),
+      in_(source.in_),
+      padded_in_(source.padded_in_),
+      num_groups_(source.num_groups_),
+      max_rows_(max_rows),
+      kernel_(source.kernel_),
+      packed_(source.packed_),
+      bias_(source.bias_) {
+  DSPARK_CHECK(max_rows_ >= 1, "PackedInt8Gemm: max_rows must be >= 1, got {}", max_rows_);
+  allocate_scratch();
+}
+
+void PackedInt8Gemm::allocate_scratch() {
+  const int64_t num_chunks = padded_in_ / kInt8Chunk;
   x_q_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_));
   x_scale_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
   x_offset_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
@@ -108,7 +128,7 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
 void PackedInt8Gemm::multiply(const float* x, float* y, int64_t num_rows) {
   DSPARK_CHECK(num_rows >= 1 && num_rows <= max_rows_, "PackedInt8Gemm: num_rows {} outside [1, {}]", num_rows,
                max_rows_);
-  const kernels::PackedInt8View w{packed_.as<uint8_t>(), bias_.as<float>(), out_, in_, padded_in_, num_groups_};
+  const kernels::PackedInt8View w{packed_->as<uint8_t>(), bias_->as<float>(), out_, in_, padded_in_, num_groups_};
   const kernels::Int8Activations a{x_q_.as<int8_t>(), x_scale_.as<float>(), x_offset_.as<float>()};
   if (kernel_ == Int8Kernel::kVnni512) kernels::int8_gemm_vnni512(w, x, a, y, num_rows);
   else kernels::int8_gemm_avx2(w, x, a, x_sum_.as<int32_t>(), y, num_rows);

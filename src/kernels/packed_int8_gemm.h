@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -46,13 +47,17 @@ class PackedInt8Gemm {
   // bias: [out] or empty; max_rows: the largest M of multiply.
   PackedInt8Gemm(const Int8Weights& weights, std::span<const float> bias, int64_t max_rows,
                  Int8Kernel kernel = Int8Kernel::kBest);
+  // Multiplies by `source`'s packed weights and bias (shared, read only) with activation
+  // scratch of its own for up to max_rows rows and the same kernel: the same bits per row.
+  PackedInt8Gemm(const PackedInt8Gemm& source, int64_t max_rows);
 
   // x: [num_rows, in] f32; y: [num_rows, out] f32. Uses per-object scratch.
   void multiply(const float* x, float* y, int64_t num_rows);
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
-  size_t weight_bytes() const { return packed_.size(); }  // int8 weights + scales
+  size_t weight_bytes() const { return packed_->size(); }  // int8 weights + scales
+  const void* weights_data() const { return packed_->data(); }  // identifies the stored copy
   Int8Kernel kernel() const { return kernel_; }
 
  private:
@@ -62,8 +67,10 @@ class PackedInt8Gemm {
   int64_t num_groups_;
   int64_t max_rows_;
   Int8Kernel kernel_;
-  AlignedBuffer packed_;        // chunk records (kernels/isa/int8_kernels.h)
-  AlignedBuffer bias_;          // [num_groups * 32] f32
+  void allocate_scratch();
+
+  std::shared_ptr<const AlignedBuffer> packed_;  // chunk records (kernels/isa/int8_kernels.h)
+  std::shared_ptr<const AlignedBuffer> bias_;    // [num_groups * 32] f32
   AlignedBuffer x_q_;           // [max_rows, padded_in] int8
   AlignedBuffer x_scale_;       // [max_rows, padded_in / 32] f32
   AlignedBuffer x_offset_;      // [max_rows, padded_in / 32] f32

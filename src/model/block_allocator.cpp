@@ -1,5 +1,7 @@
 #include "model/block_allocator.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace dspark {
@@ -87,9 +89,29 @@ bool BlockTable::reserve(int64_t num_positions, int64_t block_size, BlockAllocat
   return true;
 }
 
+bool BlockTable::reserve_window(int64_t first_position, int64_t num_positions, int64_t block_size,
+                                BlockAllocator& allocator) {
+  const int64_t first_block = first_position / block_size;  // blocks before it are wholly unread
+  for (; num_released_ < std::min(first_block, num_blocks()); ++num_released_) {
+    allocator.release(blocks_[num_released_]);
+    blocks_[num_released_] = kReleased;
+  }
+  const int64_t total = (num_positions + block_size - 1) / block_size;
+  const int64_t needed = total - std::max(first_block, num_blocks());
+  if (needed > allocator.num_free()) return false;
+  while (num_blocks() < std::min(first_block, total)) {
+    blocks_.push_back(kReleased);
+    ++num_released_;
+  }
+  while (num_blocks() < total) blocks_.push_back(allocator.allocate());
+  return true;
+}
+
 void BlockTable::release_all(BlockAllocator& allocator) {
-  for (int32_t b : blocks_) allocator.release(b);
+  for (int32_t b : blocks_)
+    if (b != kReleased) allocator.release(b);
   blocks_.clear();
+  num_released_ = 0;
 }
 
 }  // namespace dspark

@@ -67,6 +67,11 @@ class BlockTable {
   // Grows the table to cover num_positions positions. Returns false (and allocates
   // nothing) when the allocator has too few free blocks.
   bool reserve(int64_t num_positions, int64_t block_size, BlockAllocator& allocator);
+  // reserve() for a sequence read through a sliding window that starts at first_position
+  // and never moves back: blocks wholly before it are released (their entries become
+  // kReleased, never to be read) and none is allocated for them.
+  bool reserve_window(int64_t first_position, int64_t num_positions, int64_t block_size, BlockAllocator& allocator);
+  static constexpr int32_t kReleased = -1;
   // Appends a block the caller has already taken a reference to (a prefix-cache hit).
   void append_shared(int32_t block) { blocks_.push_back(block); }
   void release_all(BlockAllocator& allocator);
@@ -76,6 +81,7 @@ class BlockTable {
 
  private:
   std::vector<int32_t> blocks_;
+  int64_t num_released_ = 0;  // leading entries that are kReleased
 };
 
 }  // namespace dspark

@@ -32,13 +32,14 @@ DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, int64
 }
 
 DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, const std::string& prefix,
-                           const LinearOptions& linear_options)
+                           const LinearOptions& linear_options, int64_t window)
     : hidden_(c.hidden_size),
       num_heads_(c.num_attention_heads),
       num_kv_heads_(c.num_key_value_heads),
       head_dim_(c.head_dim),
       intermediate_(c.intermediate_size),
       eps_(c.rms_norm_eps),
+      window_(window),
       input_norm_(load_vector(store, prefix + "input_layernorm.weight", c.hidden_size)),
       post_norm_(load_vector(store, prefix + "post_attention_layernorm.weight", c.hidden_size)),
       qkv_(load_fused_linear(store, {prefix + "self_attn.q_proj", prefix + "self_attn.k_proj", prefix + "self_attn.v_proj"},
@@ -50,6 +51,7 @@ DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, const
                                  hidden_, c.mlp_bias, linear_options)),
       down_(load_fused_linear(store, {prefix + "mlp.down_proj"}, {hidden_}, intermediate_, c.mlp_bias,
                               linear_options)) {
+  DSPARK_CHECK(window >= 0, "attention window must be >= 0, got {}", window);
   if (c.qk_norm) {
     q_norm_ = load_vector(store, prefix + "self_attn.q_norm.weight", head_dim_);
     k_norm_ = load_vector(store, prefix + "self_attn.k_norm.weight", head_dim_);

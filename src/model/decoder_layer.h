@@ -54,10 +54,10 @@ class DecoderLayer {
   DecoderLayer(const ModelConfig& config, const WeightStore& weights, int64_t layer_index,
                const LinearOptions& linear_options);
   // Reads the same tensors under another prefix: {prefix}input_layernorm.weight,
-  // {prefix}self_attn.q_proj.weight, ... (a drafter's layers are "layers.{i}."). Full
-  // attention (no window).
+  // {prefix}self_attn.q_proj.weight, ... (a drafter's layers are "layers.{i}."). Each row
+  // attends to its last `window` keys (0 = all of them).
   DecoderLayer(const ModelConfig& config, const WeightStore& weights, const std::string& prefix,
-               const LinearOptions& linear_options);
+               const LinearOptions& linear_options, int64_t window = 0);
 
   // x: [num_tokens, hidden], the residual stream, updated in place. Writes this step's
   // K/V into kv at ctx.slots before attending, so every query reads keys from the cache.

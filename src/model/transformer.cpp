@@ -54,12 +54,8 @@ Transformer::Transformer(ModelConfig config, const WeightStore& store, const Tra
       lm_head_([&] {
         const std::vector<float> embedding = load_embedding(store, config_);
         const LinearOptions lo{options_.compute, options_.max_batch_tokens, LinearBackend::kAuto, options_.quantization};
-        if (options_.compute == DType::kF32) {
-          embed_f32_ = embedding;
-        } else {
-          embed_bf16_.resize(embedding.size());
-          convert_f32_to_bf16(embedding.data(), embed_bf16_.data(), embedding.size());
-        }
+        embedding_ = std::make_shared<const EmbeddingTable>(embedding, config_.vocab_size, config_.hidden_size,
+                                                            options_.compute);
         return make_lm_head(store, config_, embedding, lo);
       }()),
       rope_(rope_inverse_frequencies(config_), max_model_len_, rope_attention_factor(config_)),
@@ -115,18 +111,6 @@ void Transformer::validate_batch(const ForwardBatch& batch, const KvPool& kv) co
   for (int32_t r : batch.logit_rows) DSPARK_CHECK(r >= 0 && r < n, "logit row {} outside the batch of {} tokens", r, n);
 }
 
-void Transformer::embed(const int32_t* token_ids, int64_t num_tokens, float* out) const {
-  const int64_t h = config_.hidden_size;
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    const int64_t row = static_cast<int64_t>(token_ids[t]) * h;
-    if (!embed_f32_.empty()) {
-      std::memcpy(out + t * h, embed_f32_.data() + row, h * sizeof(float));
-    } else {
-      convert_to_f32(embed_bf16_.data() + row, DType::kBF16, out + t * h, h);
-    }
-  }
-}
-
 ForwardResult Transformer::forward(const ForwardBatch& batch, KvPool& kv) {
   validate_batch(batch, kv);
   const int64_t n = static_cast<int64_t>(batch.token_ids.size());
@@ -160,7 +144,7 @@ ForwardResult Transformer::forward(const ForwardBatch& batch, KvPool& kv) {
   ctx.rope = &rope_;
 
   float* x = residual_.data();  // [n, hidden]
-  embed(batch.token_ids.data(), n, x);
+  embedding_->lookup(batch.token_ids.data(), n, x);
   for (size_t l = 0; l < layers_.size(); ++l) {
     layers_[l].forward(x, ctx, kv.layer(static_cast<int64_t>(l)), workspace_);
     const auto& capture = options_.capture_layers;
@@ -191,7 +175,7 @@ ForwardResult Transformer::forward(const ForwardBatch& batch, KvPool& kv) {
 
 size_t Transformer::weight_bytes() const {
   size_t total = lm_head_.weight_bytes() + final_norm_.size() * sizeof(float) +
-                 config_.hidden_size * (embed_f32_.empty() ? 2 : 4);
+                 config_.hidden_size * dtype_size(embedding_->storage());
   for (const auto& layer : layers_) total += layer.weight_bytes();
   return total;
 }

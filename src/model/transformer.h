@@ -28,6 +28,7 @@
 #include "kernels/rope.h"
 #include "loader/config.h"
 #include "model/decoder_layer.h"
+#include "model/embedding_table.h"
 #include "model/forward_batch.h"
 #include "model/kv_pool.h"
 #include "loader/safetensors.h"
@@ -73,15 +74,18 @@ class Transformer {
   // The matmul kernel the weights run on (e.g. "fma512", "amx", "vnni512", "onednn").
   std::string matmul_kernel() const { return lm_head_.kernel_name(); }
 
+  // What a block drafter shares instead of copying: the embedding table (held by both)
+  // and the LM head (a drafter multiplies through lm_head().shared_view(rows)).
+  const std::shared_ptr<const EmbeddingTable>& embedding() const { return embedding_; }
+  const Linear& lm_head() const { return lm_head_; }
+
  private:
   void validate_batch(const ForwardBatch& batch, const KvPool& kv) const;
-  void embed(const int32_t* token_ids, int64_t num_tokens, float* out) const;
 
   ModelConfig config_;
   TransformerOptions options_;
   int64_t max_model_len_;
-  std::vector<float> embed_f32_;      // [vocab, hidden] when compute is f32
-  std::vector<uint16_t> embed_bf16_;  // [vocab, hidden] when compute is bf16
+  std::shared_ptr<const EmbeddingTable> embedding_;  // [vocab, hidden] in the compute dtype
   std::vector<DecoderLayer> layers_;
   std::vector<float> final_norm_;     // [hidden]
   Linear lm_head_;                    // [vocab, hidden]

@@ -12,6 +12,7 @@
 #include "server/access_log.h"
 #include "server/connection_stream.h"
 #include "server/openai_logprobs.h"
+#include "server/tool_call_stream.h"
 
 namespace dspark {
 namespace {
@@ -34,6 +35,7 @@ void record_usage(const Usage& usage, bool speculating) {
 struct SseChoice {
   std::shared_ptr<RequestStream> stream;
   std::optional<LogprobsBuilder> logprobs;  // when the request asked for them
+  std::optional<ToolCallStream> tool_calls; // chat with tools: the reply's calls as deltas
   bool first = true;                        // no chunk written yet
   bool done = false;                        // its finishing chunk was written
   StreamUpdate update;
@@ -93,6 +95,10 @@ uint64_t CompletionHandler::random_seed() {
 std::string CompletionHandler::make_id(Endpoint endpoint) {
   const uint64_t r = random_seed();
   return fmt::format("{}-{:016x}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", r);
+}
+
+std::function<std::string()> CompletionHandler::call_id_maker() {
+  return [this] { return fmt::format("call_{:016x}", random_seed()); };
 }
 
 std::vector<int32_t> CompletionHandler::prompt_tokens(const ParsedRequest& r) const {
@@ -204,8 +210,7 @@ void CompletionHandler::respond_whole(httplib::Response& response,
       if (i == 0) usage.cached_prompt_tokens = update.cached_prompt_tokens;
       usage.completion_tokens += update.output_tokens;
       spec.merge(update.spec_metrics);
-      const std::optional<ParsedToolCalls> calls =
-          parse_tool_calls(ctx.tool_call_format, text, [this] { return fmt::format("call_{:016x}", random_seed()); });
+      const std::optional<ParsedToolCalls> calls = parse_tool_calls(ctx.tool_call_format, text, call_id_maker());
       choices.push_back(make_choice(ctx, static_cast<int64_t>(i), text, update.finish_reason,
                                     logprobs ? logprobs->take() : nullptr, calls ? &*calls : nullptr));
     }
@@ -228,6 +233,7 @@ void CompletionHandler::respond_stream(httplib::Response& response,
     SseChoice& c = state->choices.emplace_back();
     c.stream = std::move(stream);
     if (ctx.logprobs) c.logprobs.emplace(ctx.endpoint, loop_.tokenizer());
+    if (ctx.tool_call_format != ToolCallFormat::kNone) c.tool_calls.emplace(ctx.tool_call_format, call_id_maker());
   }
   state->ctx = ctx;
   state->include_usage = include_usage;
@@ -256,6 +262,7 @@ void CompletionHandler::respond_stream(httplib::Response& response,
 
 bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
   SseChoice& c = s.choices[index];
+  if (c.tool_calls) return append_tool_call_events(s, index);
   const StreamUpdate& u = c.update;
   const auto i = static_cast<int64_t>(index);
   // Logprobs ride on the chunk that carries their text (or on the last one).
@@ -287,6 +294,40 @@ bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
   // Tokens that produced no text of their own (a held-back tail cut by a stop string).
   const bool pending = c.logprobs && !c.logprobs->empty();
   s.out += sse_event(make_chunk(s.ctx, {}, u.finish_reason, c.first, pending ? take_logprobs() : nullptr, i));
+  return false;
+}
+
+bool CompletionHandler::append_tool_call_events(SseState& s, size_t index) {
+  SseChoice& c = s.choices[index];
+  const StreamUpdate& u = c.update;
+  const auto i = static_cast<int64_t>(index);
+  if (c.logprobs) c.logprobs->add(u.logprobs);
+  // Text held back as a possible call sends nothing; its logprobs wait for the next chunk.
+  auto write = [&](const std::vector<nlohmann::json>& deltas) {
+    for (const nlohmann::json& delta : deltas) {
+      const nlohmann::json logprobs = c.logprobs && !c.logprobs->empty() ? c.logprobs->take() : nullptr;
+      s.out += sse_event(make_chat_chunk(s.ctx, delta, nullptr, c.first, logprobs, i));
+      c.first = false;
+    }
+  };
+  write(c.tool_calls->feed(u.text));
+  if (!u.finished) return false;
+  write(c.tool_calls->finish());
+  c.done = true;
+  c.prompt_tokens = u.prompt_tokens;
+  c.cached_prompt_tokens = u.cached_prompt_tokens;
+  c.output_tokens = u.output_tokens;
+  c.spec = u.spec_metrics;
+  if (u.finish_reason == FinishReason::kError) {
+    s.out += sse_event(server_error(u.error).body());
+    if (AccessRecord* r = current_access_record()) r->error = u.error;  // the status went out as 200
+    return true;
+  }
+  // As OpenAI: an empty delta carrying the finish reason, "tool_calls" once a call was sent.
+  const nlohmann::json finish =
+      c.tool_calls->has_calls() ? "tool_calls" : std::string(finish_reason_name(u.finish_reason));
+  const nlohmann::json logprobs = c.logprobs && !c.logprobs->empty() ? c.logprobs->take() : nullptr;
+  s.out += sse_event(make_chat_chunk(s.ctx, nlohmann::json::object(), finish, c.first, logprobs, i));
   return false;
 }
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -62,6 +63,10 @@ class CompletionHandler {
   // Appends the events of choice `index`'s latest update to state.out; true when that
   // choice failed (the response ends with its error).
   bool append_choice_events(SseState& state, size_t index);
+  // The same for a chat choice whose reply is parsed for tool calls as it streams.
+  bool append_tool_call_events(SseState& state, size_t index);
+  // Gives tool calls their ids ("call_" and 16 hex digits).
+  std::function<std::string()> call_id_maker();
   uint64_t random_seed();
   std::string make_id(Endpoint endpoint);
 

@@ -130,6 +130,11 @@ nlohmann::json make_response(const ResponseContext& ctx, nlohmann::json choices,
 // adds "role": "assistant" to the delta.
 nlohmann::json make_chunk(const ResponseContext& ctx, const std::string& text, std::optional<FinishReason> reason,
                           bool first, const nlohmann::json& logprobs = nullptr, int64_t index = 0);
+// A chat stream chunk whose delta the caller built (tool-call deltas, tool_call_stream.h),
+// with finish_reason as given (null but on the last chunk). `first` adds "role":
+// "assistant", and "content": "" to a delta that has neither content nor tool calls.
+nlohmann::json make_chat_chunk(const ResponseContext& ctx, nlohmann::json delta, const nlohmann::json& finish_reason,
+                               bool first, const nlohmann::json& logprobs = nullptr, int64_t index = 0);
 // The final usage-only chunk (stream_options.include_usage): "choices": [].
 nlohmann::json make_usage_chunk(const ResponseContext& ctx, const Usage& usage);
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "server/openai_protocol.h"
+#include "structured/json_schema.h"
 
 namespace dspark {
 namespace {
@@ -298,6 +299,56 @@ void refuse_unsupported(const Fields& f, Endpoint endpoint) {
   }
 }
 
+// response_format {"type": "json_schema", "json_schema": {"name", "schema", "strict",
+// "description"}}. Every error names the field and answers param "response_format".
+// `strict` is read but changes nothing: the output always follows the schema.
+void parse_json_schema_format(const json& format, std::string_view text, ParsedRequest& r) {
+  const char* param = "response_format";
+  const json* spec = Fields(format, "response_format.").get("json_schema");
+  if (!spec || !spec->is_object()) {
+    throw ApiError::bad_request("'response_format.json_schema' is required for type json_schema: an object with "
+                                "'name' and 'schema'", param);
+  }
+  const Fields fields(*spec, "response_format.json_schema.");
+  std::optional<std::string> name;
+  try {
+    name = fields.string("name");
+    (void)fields.string("description");
+    (void)fields.boolean("strict");
+  } catch (const ApiError& e) {
+    throw ApiError::bad_request(e.message(), param, "invalid_type");
+  }
+  // OpenAI's rule for the name: 1 to 64 of a-z, A-Z, 0-9, '_' and '-'.
+  if (!name) throw ApiError::bad_request("'response_format.json_schema.name' is required", param);
+  const bool name_ok = !name->empty() && name->size() <= 64 &&
+                       std::all_of(name->begin(), name->end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                                c == '_' || c == '-';
+                       });
+  if (!name_ok) {
+    throw ApiError::bad_request("'response_format.json_schema.name' must be 1 to 64 letters, digits, '_' or '-'",
+                                param);
+  }
+  const json* schema = fields.get("schema");
+  if (!schema) throw ApiError::bad_request("'response_format.json_schema.schema' is required", param);
+  if (!schema->is_object()) {
+    throw ApiError::bad_request(fmt::format("'response_format.json_schema.schema' must be an object, got {}",
+                                            type_name(schema->type())),
+                                param, "invalid_type");
+  }
+  // Properties are generated in the declared order, which `json` (sorted keys) has lost:
+  // the schema is read again from the text with its key order kept.
+  const nlohmann::ordered_json body = nlohmann::ordered_json::parse(text);
+  try {
+    r.options.json_schema = compile_json_schema(body["response_format"]["json_schema"]["schema"]);
+  } catch (const Error& e) {
+    std::string_view message = e.message();
+    if (message.starts_with("json_schema: ")) message.remove_prefix(13);
+    throw ApiError::bad_request(fmt::format("'response_format.json_schema.schema': {}", message), param);
+  }
+  r.options.response_format = ResponseFormat::kJsonSchema;
+}
+
 }  // namespace
 
 ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
@@ -323,8 +374,9 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
     }
     r.n = *n;
   }
-  // JSON mode is constrained decoding (the output is always a prefix of a JSON object);
-  // schemas are not: ignoring one would hand the client JSON of the wrong shape.
+  // JSON mode and JSON schemas are constrained decoding (the output is always a prefix of
+  // a JSON object / of a value the schema accepts); a schema outside the supported subset
+  // is refused: ignoring part of it would hand the client JSON of the wrong shape.
   if (const json* format = f.get("response_format")) {
     if (!format->is_object()) throw wrong_type("response_format", "an object", *format);
     const json* type = Fields(*format, "response_format.").get("type");
@@ -333,6 +385,8 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
     }
     if (*type == "json_object") {
       r.options.response_format = ResponseFormat::kJsonObject;
+    } else if (*type == "json_schema") {
+      parse_json_schema_format(*format, text, r);
     } else if (*type != "text") {
       throw unsupported("response_format", fmt::format("response_format {}", type->dump()));
     }

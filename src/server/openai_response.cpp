@@ -108,19 +108,25 @@ json make_response(const ResponseContext& ctx, const std::string& text, FinishRe
 json make_chunk(const ResponseContext& ctx, const std::string& text, std::optional<FinishReason> reason, bool first,
                 const json& logprobs, int64_t index) {
   const json finish = reason ? json(std::string(finish_reason_name(*reason))) : json(nullptr);
-  json body;
-  json choice;
   if (ctx.endpoint == Endpoint::kChat) {
-    body = envelope(ctx, "chat.completion.chunk");
     json delta = json::object();
-    if (first) delta["role"] = "assistant";
-    if (!text.empty() || first) delta["content"] = text;
-    choice = {{"index", index}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", finish}};
-  } else {
-    body = envelope(ctx, "text_completion");
-    choice = {{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}};
+    if (!text.empty()) delta["content"] = text;
+    return make_chat_chunk(ctx, std::move(delta), finish, first, logprobs, index);
   }
-  body["choices"] = json::array({choice});
+  json body = envelope(ctx, "text_completion");
+  body["choices"] = json::array({{{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}}});
+  return body;
+}
+
+json make_chat_chunk(const ResponseContext& ctx, json delta, const json& finish_reason, bool first, const json& logprobs,
+                     int64_t index) {
+  if (first) {
+    delta["role"] = "assistant";
+    if (!delta.contains("content") && !delta.contains("tool_calls")) delta["content"] = "";
+  }
+  json body = envelope(ctx, "chat.completion.chunk");
+  body["choices"] = json::array(
+      {{{"index", index}, {"delta", std::move(delta)}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}});
   return body;
 }
 

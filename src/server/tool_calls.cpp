@@ -45,7 +45,10 @@ std::optional<ParsedToolCalls> parse_hermes(std::string_view text, const std::fu
     if (end == std::string_view::npos) break;  // the reply ended inside its last call
     at = end + kClose.size();
   }
-  const std::string_view before = trim(text.substr(0, first));
+  // Only the whitespace that ends the text is dropped: a stream (tool_call_stream.h) has
+  // sent the text's beginning before it learns that a call follows.
+  std::string_view before = text.substr(0, first);
+  before = before.substr(0, before.find_last_not_of(" \t\r\n") + 1);
   if (!before.empty()) out.content = std::string(before);
   return out;
 }

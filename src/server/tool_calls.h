@@ -26,7 +26,9 @@ enum class ToolCallFormat { kNone, kHermes, kLlama3, kMistral };
 ToolCallFormat tool_call_format(std::string_view template_source);
 
 struct ParsedToolCalls {
-  std::optional<std::string> content;  // the text besides the calls; nullopt when none
+  // The text before the first call, without its trailing whitespace (Hermes; text after
+  // or between calls is dropped); nullopt when none.
+  std::optional<std::string> content;
   nlohmann::json tool_calls;           // [{"id", "type": "function", "function": {"name", "arguments"}}]
 };
 

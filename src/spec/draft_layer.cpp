@@ -12,10 +12,11 @@ DraftLayerWorkspace::DraftLayerWorkspace(const ModelConfig& c, int64_t block_row
     : block(c, block_rows, std::max(block_rows, context_rows)), ctx_kv(context_rows * 2 * c.kv_size()) {}
 
 DraftLayer::DraftLayer(const ModelConfig& c, const WeightStore& store, int64_t index, DType compute,
-                       WeightQuantization quantization, int64_t max_block_rows, int64_t max_context_rows)
+                       WeightQuantization quantization, int64_t max_block_rows, int64_t max_context_rows,
+                       int64_t window)
     : kv_width_(c.kv_size()),
       layer_(c, store, drafter_layer_tensor(index, ""),
-             LinearOptions{compute, std::max<int64_t>(max_block_rows, 1), LinearBackend::kAuto, quantization}),
+             LinearOptions{compute, std::max<int64_t>(max_block_rows, 1), LinearBackend::kAuto, quantization}, window),
       kv_(load_fused_linear(store,
                             {drafter_layer_tensor(index, "self_attn.k_proj"),
                              drafter_layer_tensor(index, "self_attn.v_proj")},

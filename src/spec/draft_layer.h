@@ -41,8 +41,9 @@ class DraftLayer {
  public:
   // Reads layers.{index}.* from the drafter's store. block_rows / context_rows: the most
   // rows either path is called with.
+  // window: keys each block row attends to, counted back from its last (0 = all).
   DraftLayer(const ModelConfig& config, const WeightStore& weights, int64_t index, DType compute,
-             WeightQuantization quantization, int64_t max_block_rows, int64_t max_context_rows);
+             WeightQuantization quantization, int64_t max_block_rows, int64_t max_context_rows, int64_t window = 0);
 
   // ctx: [n, hidden]; positions, slots: [n]. Writes the context's K/V into kv.
   void write_context(const float* ctx, int64_t n, const int32_t* positions, const int64_t* slots,

@@ -57,27 +57,30 @@ const DrafterConfig& check_drafter(const DrafterConfig& c, const WeightStore& dr
   return c;
 }
 
-std::vector<float> load_embedding(const WeightStore& drafter, const WeightStore& target, const ModelConfig& tc,
-                                  int64_t hidden) {
-  const int64_t shape[2] = {tc.vocab_size, hidden};
-  if (!shares_embedding(drafter)) return drafter.load_f32("embed_tokens.weight", shape);
-  return target.load_f32("model.embed_tokens.weight", shape);
+std::shared_ptr<const EmbeddingTable> drafter_embedding(const WeightStore& drafter, const Transformer& target,
+                                                        int64_t hidden, DType compute) {
+  if (shares_embedding(drafter)) return target.embedding();
+  const int64_t vocab = target.config().vocab_size;
+  const int64_t shape[2] = {vocab, hidden};
+  return std::make_shared<const EmbeddingTable>(drafter.load_f32("embed_tokens.weight", shape), vocab, hidden, compute);
 }
 
-std::vector<float> load_lm_head(const WeightStore& drafter, const WeightStore& target, const ModelConfig& tc,
-                                int64_t hidden) {
-  const int64_t shape[2] = {tc.vocab_size, hidden};
-  if (!shares_lm_head(drafter)) return drafter.load_f32("lm_head.weight", shape);
-  // Tied: the embedding is the LM head (a quantized target keeps it in bf16 and adds an
-  // int8 lm_head.weight of the same values).
-  if (tc.tie_word_embeddings) return target.load_f32("model.embed_tokens.weight", shape);
-  return target.load_f32("lm_head.weight", shape);
+// The target's LM head through a view sized for the drafter's rows, or the drafter's own.
+Linear drafter_lm_head(const WeightStore& drafter, const Transformer& target, int64_t hidden,
+                       const LinearOptions& options) {
+  if (shares_lm_head(drafter)) return target.lm_head().shared_view(options.max_rows);
+  const int64_t vocab = target.config().vocab_size;
+  const int64_t shape[2] = {vocab, hidden};
+  return Linear(drafter.load_f32("lm_head.weight", shape), vocab, hidden, {}, options);
 }
 
 KvPoolOptions kv_options(const DSparkProposerOptions& o, int64_t block) {
   KvPoolOptions kv;
   kv.block_size = o.kv_block_size;
-  kv.num_blocks = o.max_running * ((o.max_model_len + block + o.kv_block_size - 1) / o.kv_block_size + 1);
+  // A slot holds its visible context and the block, plus a partial block at each end.
+  const int64_t context = o.context_window > 0 ? std::min(o.context_window, o.max_model_len) : o.max_model_len;
+  kv.num_blocks = o.max_running * ((context + block + o.kv_block_size - 1) / o.kv_block_size + 1 +
+                                   (o.context_window > 0 ? 1 : 0));
   kv.dtype = o.kv_dtype;
   return kv;
 }
@@ -101,13 +104,14 @@ void DSparkProposerOptions::validate() const {
   DSPARK_CHECK(max_context_rows >= 1, "max_context_rows must be >= 1, got {}", max_context_rows);
   DSPARK_CHECK(max_pending_positions >= -1, "max_pending_positions must be >= -1, got {}", max_pending_positions);
   DSPARK_CHECK(kv_block_size >= 1, "kv_block_size must be >= 1, got {}", kv_block_size);
+  DSPARK_CHECK(context_window >= 0, "context_window must be >= 0, got {}", context_window);
   DSPARK_CHECK(compute == DType::kBF16 || compute == DType::kF32, "compute dtype must be bf16 or f32, got {}",
                dtype_name(compute));
 }
 
-DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter, const WeightStore& target,
-                               const ModelConfig& target_config, const DSparkProposerOptions& options)
-    : config_((check_drafter(config, drafter, target_config, options), std::move(config))),
+DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter, const Transformer& target,
+                               const DSparkProposerOptions& options)
+    : config_((check_drafter(config, drafter, target.config(), options), std::move(config))),
       options_(options),
       num_speculative_tokens_(options.num_speculative_tokens > 0 ? options.num_speculative_tokens
                                                                  : config_.speculative_tokens),
@@ -116,6 +120,7 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       vocab_(config_.layer.vocab_size),
       fc_in_(static_cast<int64_t>(config_.aux_hidden_state_layer_ids.size()) * config_.target_hidden_size),
       max_block_rows_(options.max_running * block_),
+      embedding_(drafter_embedding(drafter, target, hidden_, options_.compute)),
       fc_([&] {
         const int64_t shape[2] = {hidden_, fc_in_};
         return Linear(drafter.load_f32("fc.weight", shape), hidden_, fc_in_, {},
@@ -123,8 +128,8 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       }()),
       hidden_norm_(load_vector(drafter, "hidden_norm.weight", hidden_)),
       final_norm_(load_vector(drafter, "norm.weight", hidden_)),
-      lm_head_(load_lm_head(drafter, target, target_config, hidden_), vocab_, hidden_, {},
-               LinearOptions{options_.compute, max_block_rows_, LinearBackend::kAuto, options_.quantization}),
+      lm_head_(drafter_lm_head(drafter, target, hidden_,
+                               LinearOptions{options_.compute, max_block_rows_, LinearBackend::kAuto, options_.quantization})),
       heads_(config_, drafter, options_.compute, options_.max_running, options_.quantization),
       rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + block_,
             rope_attention_factor(config_.layer)),
@@ -151,17 +156,13 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       active_of_request_(options_.max_running, -1),
       markov_prev_(options_.max_running),
       markov_rows_(options_.max_running) {
-  const std::vector<float> embedding = load_embedding(drafter, target, target_config, hidden_);
-  if (options_.compute == DType::kF32) {
-    embed_f32_ = embedding;
-  } else {
-    embed_bf16_.resize(embedding.size());
-    convert_f32_to_bf16(embedding.data(), embed_bf16_.data(), embedding.size());
-  }
   layers_.reserve(config_.layer.num_hidden_layers);
+  // A block row sees num_keys = context + block keys: a window of context_window + block
+  // keys is the last context_window context positions and the whole block.
+  const int64_t window = options_.context_window > 0 ? options_.context_window + block_ : 0;
   for (int64_t l = 0; l < config_.layer.num_hidden_layers; ++l) {
     layers_.emplace_back(config_.layer, drafter, l, options_.compute, options_.quantization, max_block_rows_,
-                         options_.max_context_rows);
+                         options_.max_context_rows, window);
   }
   const int32_t num_drafts = config_.num_drafts();
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -184,10 +185,14 @@ std::unique_ptr<DSparkProposer> DSparkProposer::load(const std::filesystem::path
   DSPARK_CHECK(std::filesystem::is_directory(drafter_dir), "drafter directory {} does not exist", drafter_dir.string());
   DSPARK_CHECK(std::filesystem::is_directory(target_dir), "target directory {} does not exist", target_dir.string());
   DrafterConfig config = DrafterConfig::from_file(drafter_dir);
-  const ModelConfig target_config = ModelConfig::from_file(target_dir);
+  TransformerOptions target_options;
+  target_options.compute = options.compute;
+  target_options.quantization = options.quantization;
+  target_options.max_batch_tokens = 1;
+  target_options.max_sequences = 1;
+  const auto target = Transformer::load(target_dir, target_options);
   const WeightStore drafter(drafter_dir);
-  const WeightStore target(target_dir);
-  return std::make_unique<DSparkProposer>(std::move(config), drafter, target, target_config, options);
+  return std::make_unique<DSparkProposer>(std::move(config), drafter, *target, options);
 }
 
 ProposerCapabilities DSparkProposer::capabilities() const {
@@ -214,15 +219,6 @@ void DSparkProposer::release(int32_t slot) {
   s.drafts.clear();
 }
 
-void DSparkProposer::embed(int32_t token, float* out) const {
-  const int64_t row = static_cast<int64_t>(token) * hidden_;
-  if (!embed_f32_.empty()) {
-    std::memcpy(out, embed_f32_.data() + row, hidden_ * sizeof(float));
-  } else {
-    convert_to_f32(embed_bf16_.data() + row, DType::kBF16, out, hidden_);
-  }
-}
-
 void DSparkProposer::observe(std::span<const CommittedHiddenStates> committed) {
   const int64_t target_hidden = config_.target_hidden_size;
   const size_t num_layers = config_.aux_hidden_state_layer_ids.size();
@@ -238,14 +234,20 @@ void DSparkProposer::observe(std::span<const CommittedHiddenStates> committed) {
     DSPARK_CHECK(c.hidden_size == target_hidden, "committed hidden states are {} wide; the drafter expects {}",
                  c.hidden_size, target_hidden);
     if (c.num_positions <= 0) continue;
-    DSPARK_CHECK(s.blocks.reserve(c.start_position + c.num_positions, kv_.block_size(), allocator_),
-                 "drafter KV cache exhausted");
+    const int32_t end = c.start_position + c.num_positions;
+    if (max_pending_ == 0) {  // projected at once (pending rows reserve when staged)
+      DSPARK_CHECK(s.blocks.reserve_window(first_visible(end), end, kv_.block_size(), allocator_),
+                   "drafter KV cache exhausted");
+    }
     for (int32_t i = 0; i < c.num_positions; ++i) {
       float* dst;  // [k * target_hidden]: concat(h_l1 .. h_lk)
       if (max_pending_ > 0) {
         if (s.num_pending == max_pending_) rows = stage_pending(s, rows);  // full: project now
         dst = s.pending + static_cast<int64_t>(s.num_pending) * fc_in_;
         ++s.num_pending;
+      } else if (s.num_observed < first_visible(end)) {  // out of every future window
+        ++s.num_observed;
+        continue;
       } else {
         rows = make_room(rows);
         dst = ctx_in_.data() + rows * fc_in_;
@@ -273,9 +275,17 @@ void DSparkProposer::catch_up(std::span<const DraftRequest> requests) {
   if (rows > 0) project_context(rows);
 }
 
+int32_t DSparkProposer::first_visible(int32_t num_observed) const {
+  if (options_.context_window <= 0) return 0;
+  return std::max<int32_t>(0, num_observed - static_cast<int32_t>(options_.context_window));
+}
+
 int64_t DSparkProposer::stage_pending(SlotState& s, int64_t rows) {
   const int32_t first = s.num_observed - s.num_pending;
-  for (int32_t i = 0; i < s.num_pending; ++i) {
+  const int32_t visible = first_visible(s.num_observed);
+  DSPARK_CHECK(s.blocks.reserve_window(visible, s.num_observed, kv_.block_size(), allocator_),
+               "drafter KV cache exhausted");
+  for (int32_t i = std::max(0, visible - first); i < s.num_pending; ++i) {
     rows = make_room(rows);
     std::memcpy(ctx_in_.data() + rows * fc_in_, s.pending + static_cast<int64_t>(i) * fc_in_, fc_in_ * sizeof(float));
     ctx_positions_[rows] = first + i;
@@ -339,14 +349,15 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
                  s.num_observed, context);
     DSPARK_CHECK(context + block_ <= rope_.max_positions(), "slot {}: a block at position {} passes the context {}",
                  r.slot, context, options_.max_model_len);
-    DSPARK_CHECK(s.blocks.reserve(context + block_, bs, allocator_), "drafter KV cache exhausted");
+    DSPARK_CHECK(s.blocks.reserve_window(first_visible(context), context + block_, bs, allocator_),
+                 "drafter KV cache exhausted");
     const int32_t a = static_cast<int32_t>(active_.size());
     const int32_t num_drafts = std::min(r.max_drafts, num_speculative_tokens_);
     active_.push_back({static_cast<int32_t>(i), r.slot, num_drafts, row, logit_row});
     active_of_request_[i] = a;
     block_tables_[a] = s.blocks.data();
     for (int32_t j = 0; j < block_; ++j, ++row) {
-      embed(j == 0 ? r.tokens.back() : config_.mask_token_id, x_.data() + static_cast<int64_t>(row) * hidden_);
+      embedding_->lookup(j == 0 ? r.tokens.back() : config_.mask_token_id, x_.data() + static_cast<int64_t>(row) * hidden_);
       positions_[row] = context + j;
       seq_of_row_[row] = a;
       num_keys_[row] = context + static_cast<int32_t>(block_);

@@ -29,7 +29,9 @@
 //   Returns min(max_drafts, num_speculative_tokens) drafts with their q rows and c_j.
 //
 // The embedding table and LM head are the target's unless the drafter directory has its own
-// embed_tokens.weight / lm_head.weight. Per-step work allocates nothing.
+// embed_tokens.weight / lm_head.weight: the drafter holds the target's EmbeddingTable and a
+// shared view of its LM head (Linear::shared_view), not copies, so they cost no memory and
+// give the drafter exactly the target's values and kernel. Per-step work allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +45,9 @@
 #include "kernels/sampling.h"
 #include "model/block_allocator.h"
 #include "loader/config.h"
+#include "model/embedding_table.h"
 #include "model/kv_pool.h"
+#include "model/transformer.h"
 #include "loader/safetensors.h"
 #include "spec/draft_layer.h"
 #include "spec/drafter_config.h"
@@ -61,6 +65,10 @@ struct DSparkProposerOptions {
   // at once, -1 sizes it to about 64 MiB over all slots (at most max_model_len).
   int64_t max_pending_positions = -1;
   int64_t kv_block_size = 16;          // positions per drafter KV block
+  // Context positions a block attends to: the last context_window before the anchor (0 =
+  // all of them). Bounds the drafter's cost per draft and its KV memory on long prompts:
+  // positions that fall out of the window are never projected, their KV blocks freed.
+  int64_t context_window = 0;
   DType compute = DType::kBF16;        // matmul dtype: kBF16 or kF32
   WeightQuantization quantization = WeightQuantization::kNone;  // kInt8: matmul weights int8 (at load)
   DType kv_dtype = DType::kF32;        // drafter KV storage
@@ -71,10 +79,13 @@ struct DSparkProposerOptions {
 
 class DSparkProposer final : public Proposer {
  public:
-  // target_weights / target_config: the target directory, for the shared embedding table
-  // and LM head. Checks the drafter against the target and every tensor's shape.
-  DSparkProposer(DrafterConfig config, const WeightStore& drafter_weights, const WeightStore& target_weights,
-                 const ModelConfig& target_config, const DSparkProposerOptions& options);
+  // target: the model the drafter serves (its config, embedding table and LM head, shared;
+  // it need not outlive the proposer). Checks the drafter against the target and every
+  // tensor's shape.
+  DSparkProposer(DrafterConfig config, const WeightStore& drafter_weights, const Transformer& target,
+                 const DSparkProposerOptions& options);
+  // Loads the target from target_dir only for its shared tensors (tests, tools); an engine
+  // builds the proposer over the target it runs (engine/assembly.h).
   static std::unique_ptr<DSparkProposer> load(const std::filesystem::path& drafter_dir,
                                               const std::filesystem::path& target_dir,
                                               const DSparkProposerOptions& options);
@@ -89,8 +100,14 @@ class DSparkProposer final : public Proposer {
   void catch_up(std::span<const DraftRequest> requests) override;
 
   const DrafterConfig& config() const { return config_; }
+  // What it drafts with: the target's embedding table and (a view of) its LM head unless
+  // the drafter directory has its own.
+  const EmbeddingTable& embedding() const { return *embedding_; }
+  const Linear& lm_head() const { return lm_head_; }
   // Bytes of weights one propose() streams (layers, fc, LM head, Markov W₂).
   size_t weight_bytes() const;
+  // Drafter KV blocks held by all slots (bounded by the context window when one is set).
+  int64_t kv_blocks_in_use() const { return allocator_.num_used(); }
 
   // What the last propose() computed for requests[i] (empty spans if it did not draft).
   struct Inspection {
@@ -120,7 +137,6 @@ class DSparkProposer final : public Proposer {
     int32_t logit_row;   // first LM-head row (drafts 1..L)
   };
 
-  void embed(int32_t token, float* out) const;
   // The projection batch: rows staged in ctx_in_ (positions and KV slots beside them).
   // stage_pending appends the slot's pending rows and empties its buffer; make_room
   // projects a full batch. Both return the new number of staged rows.
@@ -130,6 +146,9 @@ class DSparkProposer final : public Proposer {
   void run_backbone(int64_t rows);
   void draft_sequentially(std::span<const DraftRequest> requests);
 
+  // The first context position a slot with `num_observed` positions will ever attend to.
+  int32_t first_visible(int32_t num_observed) const;
+
   DrafterConfig config_;
   DSparkProposerOptions options_;
   int32_t num_speculative_tokens_;
@@ -138,8 +157,7 @@ class DSparkProposer final : public Proposer {
   int64_t vocab_;
   int64_t fc_in_;                     // k * target hidden
   int64_t max_block_rows_;            // max_running * γ
-  std::vector<float> embed_f32_;      // [vocab, hidden] when compute is f32
-  std::vector<uint16_t> embed_bf16_;  // [vocab, hidden] when compute is bf16
+  std::shared_ptr<const EmbeddingTable> embedding_;  // [vocab, hidden], the target's unless the drafter has one
   Linear fc_;                         // [hidden, k * target hidden]
   std::vector<float> hidden_norm_;    // [hidden]
   std::vector<float> final_norm_;     // [hidden]

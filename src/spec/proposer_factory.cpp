@@ -3,65 +3,21 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "loader/safetensors.h"
 #include "spec/draft_model_proposer.h"
-#include "spec/drafter_config.h"
 #include "spec/dspark_proposer.h"
 #include "spec/ngram_proposer.h"
 
 namespace dspark {
 namespace {
 
-bool names_drafter(const SpeculatorOptions& o) {
-  return !o.speculator.empty() && o.speculator != "ngram" && is_drafter_directory(o.speculator);
-}
-
-std::filesystem::path require_target_dir(const SpeculatorOptions& o) {
-  DSPARK_CHECK(!o.target_model_dir.empty(),
-               "the drafter {} shares the target's embeddings and LM head: the target's directory must be given",
-               o.speculator);
-  return o.target_model_dir;
-}
-
 // A target saved with int8 weights gets an int8 drafter too, as --quantization int8 would.
 WeightQuantization drafter_quantization(const SpeculatorOptions& o, const Transformer& target) {
   return target.config().int8_weights ? WeightQuantization::kInt8 : o.quantization;
 }
 
-std::unique_ptr<Proposer> make_block_drafter(const SpeculatorOptions& o, const Transformer& target) {
-  const std::filesystem::path target_dir = require_target_dir(o);
-  DSparkProposerOptions d;
-  d.num_speculative_tokens = o.num_speculative_tokens;
-  d.max_running = o.max_running;
-  d.max_model_len = target.max_model_len();
-  d.max_context_rows = target.options().max_batch_tokens;
-  d.compute = o.compute;
-  d.quantization = drafter_quantization(o, target);
-  DrafterConfig config = DrafterConfig::from_file(o.speculator);
-  const WeightStore drafter(o.speculator);
-  const WeightStore target_weights(target_dir);
-  return std::make_unique<DSparkProposer>(std::move(config), drafter, target_weights, target.config(), d);
-}
-
-}  // namespace
-
-std::vector<int32_t> speculator_capture_layers(const SpeculatorOptions& o) {
-  if (!names_drafter(o)) return {};
-  const DrafterConfig config = DrafterConfig::from_file(o.speculator);
-  const ModelConfig target = ModelConfig::from_file(require_target_dir(o));
-  config.validate_for_target(target, (std::filesystem::path(o.speculator) / "config.json").string());
-  return config.capture_layers();
-}
-
-std::unique_ptr<Proposer> make_proposer(const SpeculatorOptions& o, const Transformer& target) {
-  if (o.speculator.empty()) return nullptr;
-  const int32_t k = o.num_speculative_tokens > 0 ? o.num_speculative_tokens : kDefaultSpeculativeTokens;
-  if (o.speculator == "ngram") {
-    return std::make_unique<NgramProposer>(NgramOptions{o.ngram_min, o.ngram_max, k});
-  }
+std::unique_ptr<Proposer> make_draft_model(const SpeculatorOptions& o, const Transformer& target, int32_t k) {
   const std::filesystem::path dir(o.speculator);
-  DSPARK_CHECK(std::filesystem::is_directory(dir),
-               "speculator '{}' is neither \"ngram\" nor an existing model directory", o.speculator);
-  if (names_drafter(o)) return make_block_drafter(o, target);
   TransformerOptions to;
   to.compute = o.compute;
   to.quantization = drafter_quantization(o, target);
@@ -80,6 +36,40 @@ std::unique_ptr<Proposer> make_proposer(const SpeculatorOptions& o, const Transf
   d.p_min = o.draft_p_min;
   d.max_running = o.max_running;
   return std::make_unique<DraftModelProposer>(std::move(draft), d);
+}
+
+}  // namespace
+
+SpeculatorPlan::SpeculatorPlan(SpeculatorOptions options, const ModelConfig& target) : options_(std::move(options)) {
+  if (options_.speculator.empty() || options_.speculator == "ngram") return;
+  const std::filesystem::path dir(options_.speculator);
+  DSPARK_CHECK(std::filesystem::is_directory(dir),
+               "speculator '{}' is neither \"ngram\" nor an existing model directory", options_.speculator);
+  if (!is_drafter_directory(dir)) return;
+  drafter_ = DrafterConfig::from_file(dir);
+  drafter_->validate_for_target(target, (dir / "config.json").string());
+}
+
+std::vector<int32_t> SpeculatorPlan::capture_layers() const {
+  return drafter_ ? drafter_->capture_layers() : std::vector<int32_t>{};
+}
+
+std::unique_ptr<Proposer> SpeculatorPlan::build(const Transformer& target) const {
+  const SpeculatorOptions& o = options_;
+  if (o.speculator.empty()) return nullptr;
+  const int32_t k = o.num_speculative_tokens > 0 ? o.num_speculative_tokens : kDefaultSpeculativeTokens;
+  if (o.speculator == "ngram") return std::make_unique<NgramProposer>(NgramOptions{o.ngram_min, o.ngram_max, k});
+  if (!drafter_) return make_draft_model(o, target, k);
+  DSparkProposerOptions d;
+  d.num_speculative_tokens = o.num_speculative_tokens;
+  d.max_running = o.max_running;
+  d.max_model_len = target.max_model_len();
+  d.max_context_rows = target.options().max_batch_tokens;
+  d.context_window = o.draft_context_window;
+  d.compute = o.compute;
+  d.quantization = drafter_quantization(o, target);
+  const WeightStore drafter(o.speculator);
+  return std::make_unique<DSparkProposer>(*drafter_, drafter, target, d);
 }
 
 }  // namespace dspark

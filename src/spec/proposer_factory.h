@@ -4,20 +4,31 @@
 // and LM head; any other directory holding an ordinary causal LM becomes a draft-model
 // proposer. Either must share the target's vocabulary.
 //
-// A block drafter needs the target loaded with TransformerOptions::capture_layers equal to
-// its aux layers: call speculator_capture_layers() before loading the target.
+// In two steps, because a block drafter decides how the target is loaded: a SpeculatorPlan
+// reads the speculator's config once and checks it against the target's config, says which
+// layers the target must capture (capture_layers), and, once the target is loaded with
+// them, builds the proposer over it. engine/assembly.h runs both steps.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/transformer.h"
+#include "spec/drafter_config.h"
 #include "spec/proposer.h"
 
 namespace dspark {
+
+// K of n-gram and draft-model proposers when options.num_speculative_tokens is 0.
+inline constexpr int32_t kDefaultSpeculativeTokens = 5;
+// A block drafter attends to this many context positions before the anchor: its cost per
+// draft and its KV memory stay bounded however long the prompt (drafters are trained on
+// sequences of a few thousand tokens at most, so farther positions add cost, not accuracy).
+inline constexpr int64_t kDefaultDraftContextWindow = 2048;
 
 struct SpeculatorOptions {
   std::string speculator;              // "ngram" or a model directory; empty = none
@@ -25,22 +36,30 @@ struct SpeculatorOptions {
   float draft_p_min = 0.0f;            // draft model: stop drafting below this probability
   int32_t ngram_min = 1;               // n-gram: shortest tail matched
   int32_t ngram_max = 4;               // n-gram: longest tail tried first
+  int64_t draft_context_window = kDefaultDraftContextWindow;  // block drafter: context positions seen (0 = all)
   int64_t max_running = 1;             // the engine's max_running
   DType compute = DType::kBF16;        // draft model / drafter compute dtype
   WeightQuantization quantization = WeightQuantization::kNone;  // draft model's / drafter's matmul weights
-  std::string target_model_dir;        // the target's directory (block drafters share its weights)
 };
 
-// K of n-gram and draft-model proposers when options.num_speculative_tokens is 0.
-inline constexpr int32_t kDefaultSpeculativeTokens = 5;
 
-// The capture layers the target must be loaded with for this speculator: a block drafter's
-// aux layers converted to "output of decoder layer l" (checked against the target's config
-// in target_model_dir), otherwise empty.
-std::vector<int32_t> speculator_capture_layers(const SpeculatorOptions& options);
+class SpeculatorPlan {
+ public:
+  // Throws Error for an unknown name, a directory that is not a model, or a block drafter
+  // whose config does not fit the target (naming the file and field).
+  SpeculatorPlan(SpeculatorOptions options, const ModelConfig& target);
 
-// Returns nullptr when options.speculator is empty. Throws Error for an unknown name, a
-// directory that is not a model, or a drafter / draft model that does not fit the target.
-std::unique_ptr<Proposer> make_proposer(const SpeculatorOptions& options, const Transformer& target);
+  bool empty() const { return options_.speculator.empty(); }
+  // The layers the target must be loaded with (TransformerOptions::capture_layers): a block
+  // drafter's aux layers as "output of decoder layer l", otherwise none.
+  std::vector<int32_t> capture_layers() const;
+  // The proposer over `target` (loaded with capture_layers()); nullptr when empty(). Throws
+  // Error for a drafter or draft model that does not fit the target.
+  std::unique_ptr<Proposer> build(const Transformer& target) const;
+
+ private:
+  SpeculatorOptions options_;
+  std::optional<DrafterConfig> drafter_;  // a block drafter's config, read once
+};
 
 }  // namespace dspark

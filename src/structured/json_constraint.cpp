@@ -5,52 +5,87 @@
 namespace dspark {
 
 JsonConstraint::JsonConstraint(const JsonTokenMasker& masker, const JsonMatcherOptions& options)
-    : masker_(&masker), matcher_(options), bits_(static_cast<size_t>(masker.num_words())) {}
+    : masker_(&masker), matcher_(JsonMatcher(options)), bits_(static_cast<size_t>(masker.num_words())) {}
 
-bool JsonConstraint::accept_token(int32_t token) { return masker_->advance(matcher_, token); }
-
-int32_t JsonConstraint::valid_prefix_length(std::span<const int32_t> drafts) const {
-  JsonMatcher m = matcher_;
-  int32_t n = 0;
-  for (const int32_t token : drafts) {
-    if (!masker_->advance(m, token)) break;
-    ++n;
-  }
-  return n;
+JsonConstraint::JsonConstraint(const JsonTokenMasker& masker, std::shared_ptr<const CompiledJsonSchema> schema)
+    : masker_(&masker), schema_(std::move(schema)), bits_(static_cast<size_t>(masker.num_words())) {
+  DSPARK_CHECK(schema_ != nullptr, "JsonConstraint: no compiled schema");
+  matcher_ = SchemaMatcher(*schema_);
 }
 
-JsonMatcher JsonConstraint::state_after(std::span<const int32_t> drafts) const {
-  JsonMatcher m = matcher_;
-  for (size_t j = 0; j < drafts.size(); ++j) {
-    DSPARK_CHECK(masker_->advance(m, drafts[j]),
-                 "JsonConstraint: draft {} (token {}) breaks the JSON grammar; cut the drafts at "
-                 "valid_prefix_length() first", j, drafts[j]);
-  }
-  return m;
+const JsonMatcher& JsonConstraint::matcher() const {
+  DSPARK_CHECK(std::holds_alternative<JsonMatcher>(matcher_), "JsonConstraint: not a json_object constraint");
+  return std::get<JsonMatcher>(matcher_);
+}
+
+const SchemaMatcher& JsonConstraint::schema_matcher() const {
+  DSPARK_CHECK(std::holds_alternative<SchemaMatcher>(matcher_), "JsonConstraint: not a json_schema constraint");
+  return std::get<SchemaMatcher>(matcher_);
+}
+
+std::string JsonConstraint::completion() const {
+  return std::visit([](const auto& m) { return m.completion(); }, matcher_);
+}
+
+bool JsonConstraint::accept_token(int32_t token) {
+  return std::visit([&](auto& m) { return masker_->advance(m, token); }, matcher_);
+}
+
+int32_t JsonConstraint::valid_prefix_length(std::span<const int32_t> drafts) const {
+  return std::visit(
+      [&](const auto& state) {
+        auto m = state;
+        int32_t n = 0;
+        for (const int32_t token : drafts) {
+          if (!masker_->advance(m, token)) break;
+          ++n;
+        }
+        return n;
+      },
+      matcher_);
+}
+
+JsonConstraint::State JsonConstraint::state_after(std::span<const int32_t> drafts) const {
+  State state = matcher_;
+  std::visit(
+      [&](auto& m) {
+        for (size_t j = 0; j < drafts.size(); ++j) {
+          DSPARK_CHECK(masker_->advance(m, drafts[j]),
+                       "JsonConstraint: draft {} (token {}) breaks the JSON grammar; cut the drafts at "
+                       "valid_prefix_length() first", j, drafts[j]);
+        }
+      },
+      state);
+  return state;
 }
 
 std::span<const uint64_t> JsonConstraint::allowed_tokens(std::span<const int32_t> drafts_before) {
-  masker_->allowed_tokens(state_after(drafts_before), bits_);
+  const State state = state_after(drafts_before);
+  std::visit([&](const auto& m) { masker_->allowed_tokens(m, bits_); }, state);
   return bits_;
 }
 
 void JsonConstraint::mask(float* logits_row, std::span<const int32_t> drafts_before) {
-  masker_->allowed_tokens(state_after(drafts_before), bits_);
+  allowed_tokens(drafts_before);
   apply_token_mask(bits_, logits_row, masker_->num_logits());
 }
 
 void JsonConstraint::mask_rows(float* logits, int64_t row_stride, std::span<const int32_t> drafts) {
   DSPARK_CHECK(row_stride >= masker_->num_logits(), "JsonConstraint: row stride {} < {} logits",
                row_stride, masker_->num_logits());
-  JsonMatcher m = matcher_;
-  for (size_t j = 0; j <= drafts.size(); ++j) {
-    masker_->allowed_tokens(m, bits_);
-    apply_token_mask(bits_, logits + static_cast<int64_t>(j) * row_stride, masker_->num_logits());
-    if (j == drafts.size()) break;
-    DSPARK_CHECK(masker_->advance(m, drafts[j]),
-                 "JsonConstraint: draft {} (token {}) breaks the JSON grammar; cut the drafts at "
-                 "valid_prefix_length() first", j, drafts[j]);
-  }
+  std::visit(
+      [&](const auto& state) {
+        auto m = state;
+        for (size_t j = 0; j <= drafts.size(); ++j) {
+          masker_->allowed_tokens(m, bits_);
+          apply_token_mask(bits_, logits + static_cast<int64_t>(j) * row_stride, masker_->num_logits());
+          if (j == drafts.size()) break;
+          DSPARK_CHECK(masker_->advance(m, drafts[j]),
+                       "JsonConstraint: draft {} (token {}) breaks the JSON grammar; cut the drafts at "
+                       "valid_prefix_length() first", j, drafts[j]);
+        }
+      },
+      matcher_);
 }
 
 }  // namespace dspark

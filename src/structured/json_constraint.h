@@ -1,6 +1,9 @@
-// Per-request JSON-object constraint (OpenAI response_format {"type": "json_object"}):
-// the output tokens accepted so far, as a JsonMatcher state, and the logits masks that
-// keep the output a prefix of a valid JSON object.
+// Per-request JSON constraint: OpenAI response_format {"type": "json_object"} (a
+// JsonMatcher state) or {"type": "json_schema"} (a SchemaMatcher state over a compiled
+// schema): the output tokens accepted so far, and the logits masks that keep the output a
+// prefix of a valid JSON object / of a value valid under the schema. Both grammars run the
+// same code (the masker's templates); the variant is dispatched once per call, not per
+// token of the vocabulary.
 //
 // With speculative decoding, a step verifies drafts d_0..d_{k-1} with k+1 rows of target
 // logits; row j is the distribution after d_0..d_{j-1}. So:
@@ -14,22 +17,29 @@
 // (also when it cannot emit EOS: ignore_eos, min_tokens, or a model without EOS ids,
 // where the mask would otherwise allow nothing).
 //
-// Holds a pointer to the masker, which must outlive it. Not thread-safe; one per request.
-// No allocation after construction.
+// Holds a pointer to the masker, which must outlive it, and shares ownership of the
+// schema. Not thread-safe; one per request. No allocation after construction.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <variant>
 #include <vector>
 
 #include "structured/json_matcher.h"
+#include "structured/json_schema.h"
+#include "structured/schema_matcher.h"
 #include "structured/token_mask.h"
 
 namespace dspark {
 
 class JsonConstraint {
  public:
+  // json_object.
   explicit JsonConstraint(const JsonTokenMasker& masker, const JsonMatcherOptions& options = {});
+  // json_schema (schema must not be null).
+  JsonConstraint(const JsonTokenMasker& masker, std::shared_ptr<const CompiledJsonSchema> schema);
 
   // Advances by one emitted token. Returns false, state unchanged, when the token is not
   // allowed here (a caller that masked correctly never sees that).
@@ -43,17 +53,26 @@ class JsonConstraint {
   // logits: [drafts.size() + 1, row_stride], row j masked for the state after drafts[0, j).
   void mask_rows(float* logits, int64_t row_stride, std::span<const int32_t> drafts);
 
-  bool complete() const { return matcher_.complete(); }
-  const JsonMatcher& matcher() const { return matcher_; }
+  bool complete() const {
+    return std::visit([](const auto& m) { return m.complete(); }, matcher_);
+  }
+  // The json_object state (throws for a schema constraint).
+  const JsonMatcher& matcher() const;
+  // The json_schema state (throws for a json_object constraint).
+  const SchemaMatcher& schema_matcher() const;
+  // Bytes that complete the output from here (the matcher's completion()).
+  std::string completion() const;
   // The allowed ids for the state after drafts_before: [masker.num_words()] bits, valid
   // until the next call. For callers that want the bits rather than masked logits.
   std::span<const uint64_t> allowed_tokens(std::span<const int32_t> drafts_before);
 
  private:
-  JsonMatcher state_after(std::span<const int32_t> drafts) const;  // throws on an invalid draft
+  using State = std::variant<JsonMatcher, SchemaMatcher>;
+  State state_after(std::span<const int32_t> drafts) const;  // throws on an invalid draft
 
   const JsonTokenMasker* masker_;
-  JsonMatcher matcher_;
+  std::shared_ptr<const CompiledJsonSchema> schema_;  // json_schema: what matcher_ points into
+  State matcher_;
   std::vector<uint64_t> bits_;  // [masker.num_words()] scratch for one mask
 };
 

@@ -73,6 +73,8 @@ class JsonMatcher {
   bool complete() const { return mode_ == Mode::kDone; }
   // Inside a string, between characters (not in an escape or a multi-byte character).
   bool in_string() const { return mode_ == Mode::kString; }
+  // Where every "plain" token stays inside the string (token_mask.h): any string here.
+  bool in_plain_string() const { return in_string(); }
   // Open containers now (0 before the first '{' and once complete).
   int32_t depth() const { return depth_; }
 

@@ -66,7 +66,8 @@ JsonTokenMasker::JsonTokenMasker(TokenBytes vocabulary) : vocabulary_(std::move(
   for (const int32_t id : text_ids(vocabulary_, true)) plain_[id >> 6] |= uint64_t{1} << (id & 63);
 }
 
-void JsonTokenMasker::allowed_tokens(const JsonMatcher& state, std::span<uint64_t> mask) const {
+template <class Matcher>
+void JsonTokenMasker::allowed_tokens(const Matcher& state, std::span<uint64_t> mask) const {
   DSPARK_CHECK(static_cast<int64_t>(mask.size()) == num_words(),
                "JsonTokenMasker: mask has {} words, expected {}", mask.size(), num_words());
   if (state.complete()) {
@@ -74,7 +75,7 @@ void JsonTokenMasker::allowed_tokens(const JsonMatcher& state, std::span<uint64_
     for (const int32_t id : eos_ids_) mask[id >> 6] |= uint64_t{1} << (id & 63);
     return;  // no byte is accepted any more: no text token either
   }
-  if (state.in_string()) {
+  if (state.in_plain_string()) {
     std::copy(plain_.begin(), plain_.end(), mask.begin());
     non_plain_.allow(state, mask);
     return;
@@ -83,7 +84,8 @@ void JsonTokenMasker::allowed_tokens(const JsonMatcher& state, std::span<uint64_
   all_.allow(state, mask);
 }
 
-bool JsonTokenMasker::advance(JsonMatcher& state, int32_t token) const {
+template <class Matcher>
+bool JsonTokenMasker::advance(Matcher& state, int32_t token) const {
   if (token < 0 || token >= num_logits()) return false;
   switch (vocabulary_.roles[token]) {
     case TokenRole::kText: return state.advance(vocabulary_.bytes[token]);
@@ -92,5 +94,10 @@ bool JsonTokenMasker::advance(JsonMatcher& state, int32_t token) const {
   }
   return false;
 }
+
+template void JsonTokenMasker::allowed_tokens<JsonMatcher>(const JsonMatcher&, std::span<uint64_t>) const;
+template void JsonTokenMasker::allowed_tokens<SchemaMatcher>(const SchemaMatcher&, std::span<uint64_t>) const;
+template bool JsonTokenMasker::advance<JsonMatcher>(JsonMatcher&, int32_t) const;
+template bool JsonTokenMasker::advance<SchemaMatcher>(SchemaMatcher&, int32_t) const;
 
 }  // namespace dspark

@@ -1,5 +1,8 @@
-// Which tokens may come next under a JSON grammar state: a bit per vocabulary id, and
-// applying that to a logits row (disallowed ids get -inf).
+// Which tokens may come next under a JSON grammar state (JsonMatcher for json_object,
+// SchemaMatcher for json_schema): a bit per vocabulary id, and applying that to a logits
+// row (disallowed ids get -inf). One masker per vocabulary serves both grammars: the
+// member templates are instantiated for each matcher, so json_object runs the same code
+// as before schemas existed.
 //
 // Token t is allowed after state s when
 //   - t is kText and s.advance(bytes[t]) succeeds (the text stays a prefix of some valid
@@ -14,7 +17,8 @@
 // allowed, it does better still: a "plain" token (no '"', '\\' or byte < 0x20, and
 // well-formed UTF-8 on its own) stays inside the string byte by byte, so its verdict there
 // depends on nothing else: those bits are precomputed, and only the trie of the other
-// tokens is walked. Both give the reference's bits (tests/structured/token_mask_test.cpp).
+// tokens is walked. The matcher says where that holds (in_plain_string(): for a schema,
+// not in a string with maxLength, an enum value or a declared property name). Both give the reference's bits (tests/structured/token_mask_test.cpp).
 //
 // A JsonTokenMasker is immutable once built: any number of threads may mask with it.
 #pragma once
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "structured/json_matcher.h"
+#include "structured/schema_matcher.h"
 #include "structured/token_bytes.h"
 #include "structured/token_trie.h"
 
@@ -49,11 +54,14 @@ class JsonTokenMasker {
   const TokenBytes& vocabulary() const { return vocabulary_; }
 
   // mask: [num_words()] overwritten with the allowed ids after state.
-  void allowed_tokens(const JsonMatcher& state, std::span<uint64_t> mask) const;
+  // Matcher: JsonMatcher or SchemaMatcher (both instantiated in token_mask.cpp).
+  template <class Matcher>
+  void allowed_tokens(const Matcher& state, std::span<uint64_t> mask) const;
 
   // Advances state by token's bytes when the token is allowed there (EOS: when complete,
   // leaving the state as it is). Returns false, state unchanged, otherwise.
-  bool advance(JsonMatcher& state, int32_t token) const;
+  template <class Matcher>
+  bool advance(Matcher& state, int32_t token) const;
 
  private:
   TokenBytes vocabulary_;
@@ -65,8 +73,8 @@ class JsonTokenMasker {
 
 namespace reference {
 // Token by token from a copy of state; mask: [token_mask_words(vocabulary.size())].
-void allowed_tokens(const TokenBytes& vocabulary, const JsonMatcher& state,
-                    std::span<uint64_t> mask);
+template <class Matcher>
+void allowed_tokens(const TokenBytes& vocabulary, const Matcher& state, std::span<uint64_t> mask);
 }  // namespace reference
 
 }  // namespace dspark

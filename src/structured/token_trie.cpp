@@ -54,11 +54,12 @@ TokenTrie::TokenTrie(const TokenBytes& vocabulary, std::span<const int32_t> ids)
   }
 }
 
-void TokenTrie::allow(const JsonMatcher& state, std::span<uint64_t> mask) const {
+template <class Matcher>
+void TokenTrie::allow(const Matcher& state, std::span<uint64_t> mask) const {
   // levels[d]: the state after the current node's ancestor at depth d (levels[0] = state).
-  std::array<JsonMatcher, 256> small;
-  std::vector<JsonMatcher> large;
-  JsonMatcher* levels = small.data();
+  std::array<Matcher, 256> small;
+  std::vector<Matcher> large;
+  Matcher* levels = small.data();
   if (max_token_bytes_ >= static_cast<int32_t>(small.size())) {
     large.resize(static_cast<size_t>(max_token_bytes_) + 1);
     levels = large.data();
@@ -81,5 +82,8 @@ void TokenTrie::allow(const JsonMatcher& state, std::span<uint64_t> mask) const 
     ++i;
   }
 }
+
+template void TokenTrie::allow<JsonMatcher>(const JsonMatcher&, std::span<uint64_t>) const;
+template void TokenTrie::allow<SchemaMatcher>(const SchemaMatcher&, std::span<uint64_t>) const;
 
 }  // namespace dspark

@@ -1,5 +1,5 @@
-// A byte trie over a set of tokens' byte strings, walked depth first from a JsonMatcher
-// state to find the tokens whose bytes the state accepts.
+// A byte trie over a set of tokens' byte strings, walked depth first from a grammar state
+// (JsonMatcher or SchemaMatcher) to find the tokens whose bytes the state accepts.
 //
 // Nodes are stored in preorder, one per byte after its parent's prefix, so a subtree is an
 // index range [node, subtree_end): the walk is one forward pass that keeps one matcher per
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "structured/json_matcher.h"
+#include "structured/schema_matcher.h"
 #include "structured/token_bytes.h"
 
 namespace dspark {
@@ -25,7 +26,9 @@ class TokenTrie {
 
   // Sets (ORs) bit id of mask for every token of the trie that state accepts entirely.
   // mask: [words covering the largest id]. No allocation for tokens of < 256 bytes.
-  void allow(const JsonMatcher& state, std::span<uint64_t> mask) const;
+  // Matcher: JsonMatcher or SchemaMatcher (instantiated in token_trie.cpp).
+  template <class Matcher>
+  void allow(const Matcher& state, std::span<uint64_t> mask) const;
 
   int64_t num_nodes() const { return static_cast<int64_t>(nodes_.size()); }
 

@@ -42,14 +42,15 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   if (so.speculator != "ngram" && !has_model(so.speculator)) GTEST_SKIP() << "models/" << name << " is missing";
   if (int8) so.quantization = WeightQuantization::kInt8;
   so.max_running = kMaxRunning;
-  so.target_model_dir = target_dir.string();
   so.num_speculative_tokens = name == "ngram" || name == "tiny-draft-lm" ? 8 : 0;
 
   TransformerOptions to;
   to.max_batch_tokens = 256;
   to.max_sequences = kMaxRunning;
-  to.capture_layers = speculator_capture_layers(so);
   if (int8) to.quantization = WeightQuantization::kInt8;
+  so.compute = to.compute;
+  const SpeculatorPlan plan(so, ModelConfig::from_file(target_dir / "config.json"));
+  to.capture_layers = plan.capture_layers();
   auto model = Transformer::load(target_dir, to);
   const Tokenizer tokenizer = Tokenizer::from_dir(target_dir);
 
@@ -68,7 +69,7 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
     for (const auto& p : prompts) plain.push_back(generate_one(engine, p, greedy).tokens);
   }
   auto check = [&](const EngineOptions& options, const char* schedule) {
-    Engine engine(*model, tokenizer, options, make_proposer(so, *model));
+    Engine engine(*model, tokenizer, options, plan.build(*model));
     std::vector<std::vector<int32_t>> spec(prompts.size());
     testing::RequestDriver driver(engine);
     for (size_t i = 0; i < prompts.size(); ++i) {

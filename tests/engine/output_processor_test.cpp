@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/detokenizer.h"
 #include "structured/json_matcher.h"
 #include "structured/token_bytes.h"
 #include "structured/token_mask.h"
@@ -29,7 +30,8 @@ TEST(OutputProcessor, AJsonObjectRequestTakesOnlyValidTokensAndStopsWhenTheObjec
   g.max_tokens = 100;
   g.sampling.temperature = 0;
   g.response_format = ResponseFormat::kJsonObject;
-  Request r(1, {id_of('Q'), id_of(':')}, g, tok);
+  Request r(1, {id_of('Q'), id_of(':')}, g);
+  Detokenizer detokenizer(tok, {});
   r.json = std::make_unique<JsonConstraint>(masker);
   r.num_computed = 1;  // the prompt's last token is the anchor
 
@@ -54,6 +56,7 @@ TEST(OutputProcessor, AJsonObjectRequestTakesOnlyValidTokensAndStopsWhenTheObjec
     outputs.clear();
     processor.commit(r, logits.data(), outputs);
     ASSERT_EQ(outputs.size(), 1u) << "step " << i;
+    detokenizer.process(outputs[0]);
     text += outputs[0].text;
     if (i + 1 < intended.size()) {
       ASSERT_FALSE(outputs[0].finished) << "finished early at step " << i << ": " << text;
@@ -74,12 +77,16 @@ TEST(OutputProcessor, WithoutAConstraintTheLogitsDecide) {
   GenerationOptions g;
   g.max_tokens = 1;
   g.sampling.temperature = 0;
-  Request r(1, {id_of('Q')}, g, tok);
+  Request r(1, {id_of('Q')}, g);
   std::vector<float> logits(kVocab, -10.0f);
   logits[id_of('x')] = 5.0f;
   std::vector<RequestOutput> outputs;
   processor.commit(r, logits.data(), outputs);
   ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].token_ids, std::vector<int32_t>{id_of('x')});
+  EXPECT_TRUE(outputs[0].text.empty());  // text is made beside the engine
+  Detokenizer detokenizer(tok, {});
+  detokenizer.process(outputs[0]);
   EXPECT_EQ(outputs[0].text, "x");
   EXPECT_EQ(outputs[0].finish_reason, FinishReason::kLength);
 }

@@ -1,6 +1,7 @@
 #include "kernels/linear.h"
 
 #include <cmath>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -124,6 +125,46 @@ TEST_P(LinearTest, PrepareThenForwardAndAccessors) {
   std::vector<float> y2(y.size());
   moved.forward(x.data(), y2.data(), 8);
   EXPECT_TRUE(same_bits(y.data(), y2.data(), y.size()));
+}
+
+// A view multiplies by its source's weights (one stored copy, alive as long as the view)
+// over a row range of its own: its rows are those of a Linear built for that range, and
+// for the packed kernels also those of the source.
+void expect_view_like_fresh(const std::vector<float>& w, int64_t out, int64_t in, const LinearOptions& options) {
+  constexpr int64_t kSourceRows = 4, kViewRows = 40;
+  const auto x = random_floats(static_cast<size_t>(kViewRows * in), 41);
+  std::vector<float> from_source(static_cast<size_t>(kSourceRows * out));
+  std::optional<Linear> view;
+  {
+    Linear source(w, out, in, {}, {options.compute, kSourceRows, options.backend, options.quantization});
+    view.emplace(source.shared_view(kViewRows));
+    EXPECT_TRUE(view->shares_weights_with(source));
+    EXPECT_EQ(view->kernel_name(), source.kernel_name());
+    EXPECT_EQ(view->weight_bytes(), source.weight_bytes());
+    source.forward(x.data(), from_source.data(), kSourceRows);
+    EXPECT_THROW(source.forward(x.data(), from_source.data(), kSourceRows + 1), Error);
+  }  // the source is gone; the view keeps the weights
+  Linear fresh(w, out, in, {}, {options.compute, kViewRows, options.backend, options.quantization});
+  EXPECT_FALSE(view->shares_weights_with(fresh));
+  std::vector<float> y(static_cast<size_t>(kViewRows * out)), expected(y.size());
+  view->forward(x.data(), y.data(), kViewRows);
+  fresh.forward(x.data(), expected.data(), kViewRows);
+  EXPECT_TRUE(same_bits(y.data(), expected.data(), y.size()));
+  if (view->backend() != LinearBackend::kOneDnn) {
+    EXPECT_TRUE(same_bits(y.data(), from_source.data(), from_source.size()));
+  }
+  EXPECT_THROW(view->forward(x.data(), y.data(), kViewRows + 1), Error);
+}
+
+TEST_P(LinearTest, SharedViewRunsItsOwnRowsOnTheSameWeights) {
+  const Config c = GetParam();
+  const auto w = random_floats(96 * 200, 40);
+  expect_view_like_fresh(w, 96, 200, {c.compute, 1, c.backend});
+}
+
+TEST(Linear, SharedViewOfInt8Weights) {
+  const auto w = random_floats(96 * 200, 42);
+  expect_view_like_fresh(w, 96, 200, {DType::kBF16, 1, LinearBackend::kPackedInt8, WeightQuantization::kInt8});
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, LinearTest,

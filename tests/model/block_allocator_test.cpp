@@ -30,6 +30,30 @@ TEST(BlockTable, ReservesWholeBlocksAndFailsWithoutPartialAllocation) {
   EXPECT_EQ(a.num_free(), 3);
 }
 
+// A sliding window: blocks wholly before its start are released and never allocated, the
+// table keeps its indexing by position, and release_all frees only what is held.
+TEST(BlockTable, AWindowHoldsOnlyTheBlocksItCanStillRead) {
+  BlockAllocator allocator(6);
+  BlockTable table;
+  ASSERT_TRUE(table.reserve_window(0, 10, 4, allocator));  // positions 0..9: blocks 0..2
+  EXPECT_EQ(allocator.num_used(), 3);
+  ASSERT_TRUE(table.reserve_window(9, 20, 4, allocator));  // window from 9: blocks 0, 1 go
+  EXPECT_EQ(table.num_blocks(), 5);
+  EXPECT_EQ(table[0], BlockTable::kReleased);
+  EXPECT_EQ(table[1], BlockTable::kReleased);
+  EXPECT_NE(table[2], BlockTable::kReleased);
+  EXPECT_EQ(allocator.num_used(), 3);  // blocks 2..4
+  ASSERT_TRUE(table.reserve_window(40, 44, 4, allocator));  // a jump: nothing before 40 is held
+  EXPECT_EQ(table.num_blocks(), 11);
+  EXPECT_EQ(allocator.num_used(), 1);
+  for (int64_t b = 0; b < 10; ++b) EXPECT_EQ(table[b], BlockTable::kReleased) << b;
+  EXPECT_FALSE(table.reserve_window(40, 40 + 4 * 7, 4, allocator));  // 7 blocks: 6 more needed, 5 free
+  EXPECT_EQ(allocator.num_used(), 1);
+  table.release_all(allocator);
+  EXPECT_EQ(allocator.num_used(), 0);
+  EXPECT_EQ(table.num_blocks(), 0);
+}
+
 TEST(BlockAllocator, SharedBlocksAreFreedByTheirLastUser) {
   BlockAllocator a(2);
   const int32_t b = a.allocate();

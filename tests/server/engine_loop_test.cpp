@@ -118,6 +118,38 @@ TEST(EngineLoop, CancelFreesBlocksAndFinishesTheStream) {
   EXPECT_EQ(loop.stats().finished[static_cast<size_t>(FinishReason::kCancelled)], 1);
 }
 
+// Stop strings are matched on the output thread: the text ends just before the stop
+// string, the tokens at the one that completed it, the engine is told to drop the request
+// (it may have gone further) and frees its blocks, and the finish counts as "stop".
+TEST(EngineLoop, AStopStringEndsTheRequestAndTheEngineLetsItGo) {
+  Stories s;
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(2), std::make_unique<NgramProposer>(NgramOptions{1, 3, 4}));
+  GenerationOptions g = greedy_options(120);
+  g.ignore_eos = true;
+  const auto prompt = s.tokenizer->encode("Once upon a time", true);
+  const Collected full = collect(*loop.submit(prompt, g));
+  ASSERT_GT(full.text.size(), 60u);
+  const std::string stop = full.text.substr(40, 6);
+  const std::string expected = full.text.substr(0, full.text.find(stop));
+  g.stop = {stop};
+  const Collected cut = collect(*loop.submit(prompt, g));
+  EXPECT_EQ(cut.text, expected);
+  EXPECT_EQ(cut.last.finish_reason, FinishReason::kStop);
+  ASSERT_FALSE(cut.tokens.empty());
+  EXPECT_EQ(cut.last.output_tokens, static_cast<int64_t>(cut.tokens.size()));
+  EXPECT_LT(cut.tokens.size(), full.tokens.size());
+  // The tokens are a prefix of the full run's, ending where the stop string completes.
+  EXPECT_TRUE(std::equal(cut.tokens.begin(), cut.tokens.end(), full.tokens.begin()));
+  const std::string upto = s.tokenizer->decode(cut.tokens);
+  EXPECT_NE(upto.find(stop), std::string::npos);
+  EXPECT_EQ(s.tokenizer->decode(std::span<const int32_t>(cut.tokens.data(), cut.tokens.size() - 1)).find(stop), std::string::npos);
+  ASSERT_TRUE(loop.drain(std::chrono::milliseconds(1000)));
+  const EngineLoopStats stats = loop.stats();
+  EXPECT_EQ(stats.engine.kv_blocks_used, 0);
+  EXPECT_EQ(stats.finished[static_cast<size_t>(FinishReason::kStop)], 1);
+  EXPECT_EQ(stats.generation_tokens, static_cast<int64_t>(full.tokens.size() + cut.tokens.size()));
+}
+
 TEST(EngineLoop, QueueLimitRefusesTheExcess) {
   Stories s;
   EngineLoop loop(*s.model, *s.tokenizer, engine_options(1), nullptr, loop_options(1));

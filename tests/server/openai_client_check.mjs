@@ -113,7 +113,7 @@ await run("n = 2", async () => {
 
 await run("json mode", async () => {
   // JSON mode is constrained decoding: the reply is a prefix of one JSON object (all of it
-  // when finish_reason is "stop"); a schema is refused with a 400 naming the field.
+  // when finish_reason is "stop").
   const j = await client.chat.completions.create({ model, messages, max_tokens: 24, response_format: { type: "json_object" } });
   const content = j.choices[0].message.content;
   check("json mode starts an object", typeof content === "string" && content.trimStart().startsWith("{"), content);
@@ -122,15 +122,44 @@ await run("json mode", async () => {
     try { parsed = JSON.parse(content); } catch (e) { parsed = null; }
     check("json mode closed object parses", parsed !== null && typeof parsed === "object" && !Array.isArray(parsed), content);
   }
-  try {
-    await client.chat.completions.create({ model, messages, max_tokens: 8,
-      response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } } });
-    check("json schema is refused", false, "accepted");
-  } catch (e) {
-    check("json schema is refused", e.status === 400 && e.param === "response_format", `${e.status} ${e.param}`);
-  }
   const r = await client.chat.completions.create({ model, messages, max_tokens: 4, response_format: { type: "text" } });
   check("response_format text", typeof r.choices[0].message.content === "string");
+});
+
+await run("json schema", async () => {
+  // Structured outputs: a schema whose values are short, so even this tiny model finishes;
+  // the reply parses and has the schema's shape, whole and streamed alike.
+  const response_format = {
+    type: "json_schema",
+    json_schema: {
+      name: "verdict", strict: true,
+      schema: {
+        type: "object",
+        properties: { ok: { type: "boolean" }, mood: { enum: ["happy", "sad"] }, note: { type: ["string", "null"], maxLength: 3 } },
+        required: ["ok", "mood", "note"], additionalProperties: false,
+      },
+    },
+  };
+  const j = await client.chat.completions.create({ model, messages, max_tokens: 400, temperature: 0, response_format });
+  const content = j.choices[0].message.content;
+  let parsed = null;
+  try { parsed = JSON.parse(content); } catch (e) { parsed = null; }
+  check("json schema finishes", j.choices[0].finish_reason === "stop", j.choices[0].finish_reason);
+  check("json schema reply has the schema's shape", parsed !== null && typeof parsed.ok === "boolean" &&
+      ["happy", "sad"].includes(parsed.mood) && (parsed.note === null || (typeof parsed.note === "string" && [...parsed.note].length <= 3)) &&
+      Object.keys(parsed).join(",") === "ok,mood,note", content);
+  const stream = await client.chat.completions.create({ model, messages, max_tokens: 400, temperature: 0, response_format, stream: true });
+  let text = "";
+  for await (const chunk of stream) for (const ch of chunk.choices) text += ch.delta?.content ?? "";
+  check("json schema streamed equals whole", text === content, JSON.stringify([text, content]));
+  try {
+    await client.chat.completions.create({ model, messages, max_tokens: 8,
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^a" } } } });
+    check("unsupported schema is refused", false, "accepted");
+  } catch (e) {
+    check("unsupported schema is refused", e.status === 400 && e.param === "response_format" && /pattern/.test(e.message),
+        `${e.status} ${e.param} ${e.message}`);
+  }
 });
 
 await run("tools", async () => {
@@ -149,6 +178,28 @@ await run("tools", async () => {
   check("tools: reply parses", m.role === "assistant" &&
       (typeof m.content === "string" || Array.isArray(m.tool_calls)) &&
       ["stop", "length", "tool_calls"].includes(r.choices[0].finish_reason));
+});
+
+await run("tools streamed", async () => {
+  // The same conversation streamed through the client's own accumulator, which assembles
+  // delta.tool_calls by index: its final message must be the non-streamed one (content or
+  // calls, and the finish reason) at temperature 0.
+  const tools = [{ type: "function", function: { name: "sky" } }];
+  const history = [
+    { role: "system", content: "Hi." },
+    { role: "user", content: "Sky?" },
+    { role: "assistant", content: null,
+      tool_calls: [{ id: "c1", type: "function", function: { name: "sky", arguments: "{}" } }] },
+    { role: "tool", tool_call_id: "c1", content: "ok" },
+  ];
+  const body = { model, messages: history, tools, max_tokens: 8, temperature: 0 };
+  const whole = (await client.chat.completions.create(body)).choices[0];
+  const streamed = (await client.chat.completions.stream(body).finalChatCompletion()).choices[0];
+  const calls = (m) => JSON.stringify((m.tool_calls ?? []).map((c) => [c.type, c.function.name, c.function.arguments]));
+  check("tools streamed: same reply as whole",
+      (streamed.message.content ?? "") === (whole.message.content ?? "") &&
+      calls(streamed.message) === calls(whole.message) && streamed.finish_reason === whole.finish_reason,
+      JSON.stringify([streamed, whole]));
 });
 
 await run("errors", async () => {

@@ -113,6 +113,102 @@ TEST(ServerChatTemplate, ChatCompletionUsesTheTemplateAndTokenizeRoundTrips) {
             "Once upon a time");
 }
 
+// Tool calls of a streamed reply. A template whose source names <|python_tag|> asks for
+// Llama 3's format, where the whole reply is {"name": ..., "parameters": {...}}, and a
+// json_schema response_format makes the model write exactly such a reply: streamed, it
+// arrives as delta.tool_calls (a header, then the arguments piece by piece, then an empty
+// delta with finish_reason "tool_calls") and agrees with the non-streamed response.
+TEST(ServerChatTemplate, StreamedToolCallsAgreeWithTheWholeResponse) {
+  const auto dir = testing::make_temp_dir("tool-call-template");
+  std::ofstream(dir / "llama3_tools.jinja")
+      << "{# Calls are written as <|python_tag|>{\"name\": ..., \"parameters\": {...}} #}"
+         "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+         "{% if tools %}tools: {{ tools | length }}\n{% endif %}assistant:";
+  TestServerOptions o;
+  o.max_running = 2;
+  o.chat_template = dir / "llama3_tools.jinja";
+  o.chat_template_model_dir = special_tokens_dir({{"bos_token", nullptr}, {"eos_token", "<|im_end|>"}});
+  TestServer server(o);
+  const json arguments_schema = {{"type", "object"},
+                                 {"properties", {{"city", {{"enum", {"Paris", "Rome"}}}}, {"days", {{"enum", {1, 2, 3}}}}}},
+                                 {"required", {"city", "days"}}};
+  const json call_schema = {{"type", "object"},
+                            {"properties", {{"name", {{"const", "get_weather"}}}, {"parameters", arguments_schema}}},
+                            {"required", {"name", "parameters"}}};
+  json body = {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}})},
+               {"tools", json::array({{{"type", "function"},
+                                       {"function", {{"name", "get_weather"}, {"parameters", arguments_schema}}}}})},
+               {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "call"}, {"schema", call_schema}}}}},
+               {"temperature", 0}};  // no max_tokens: the model pads with whitespace
+  const auto whole = http_post(server.port(), "/v1/chat/completions", body.dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json& message = whole.json["choices"][0]["message"];
+  ASSERT_EQ(whole.json["choices"][0]["finish_reason"], "tool_calls") << whole.body;
+  ASSERT_EQ(message["tool_calls"].size(), 1u) << whole.body;
+  EXPECT_TRUE(message["content"].is_null());
+  const json whole_arguments = json::parse(message["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(whole_arguments.contains("city") && whole_arguments.contains("days")) << whole_arguments;
+
+  body["stream"] = true;
+  const auto streamed = testing::http_stream(server.port(), "/v1/chat/completions", body.dump());
+  ASSERT_EQ(streamed.status, 200);
+  ASSERT_TRUE(streamed.done);
+  EXPECT_EQ(streamed.text, "");  // no content: the reply is the call
+  EXPECT_EQ(streamed.finish_reason, "tool_calls");
+  std::string arguments;
+  int64_t headers = 0, argument_chunks = 0;
+  for (size_t k = 0; k < streamed.chunks.size(); ++k) {
+    const json& choice = streamed.chunks[k]["choices"][0];
+    const json& delta = choice["delta"];
+    if (k == 0) {
+      EXPECT_EQ(delta["role"], "assistant") << delta;
+    }
+    if (k + 1 == streamed.chunks.size()) {  // OpenAI's last chunk: an empty delta
+      EXPECT_EQ(delta, json::object());
+      EXPECT_EQ(choice["finish_reason"], "tool_calls");
+      continue;
+    }
+    EXPECT_TRUE(choice["finish_reason"].is_null());
+    ASSERT_TRUE(delta.contains("tool_calls")) << delta;
+    const json& call = delta["tool_calls"][0];
+    EXPECT_EQ(call["index"], 0);
+    if (call.contains("id")) {
+      ++headers;
+      EXPECT_TRUE(call["id"].get<std::string>().starts_with("call_")) << call;
+      EXPECT_EQ(call["type"], "function");
+      EXPECT_EQ(call["function"]["name"], "get_weather");
+      EXPECT_EQ(call["function"]["arguments"], "");
+    } else {
+      ++argument_chunks;
+      arguments += call["function"]["arguments"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(headers, 1);
+  EXPECT_GT(argument_chunks, 1);  // sent as the model wrote them, not at the end
+  EXPECT_EQ(json::parse(arguments), whole_arguments) << arguments;
+
+  // With logprobs: every token's entry once, on the chunks of the call.
+  body["logprobs"] = true;
+  const auto with_logprobs = testing::http_stream(server.port(), "/v1/chat/completions", body.dump());
+  ASSERT_TRUE(with_logprobs.done);
+  EXPECT_EQ(with_logprobs.finish_reason, "tool_calls");
+  int64_t num_logprobs = 0;
+  for (const json& chunk : with_logprobs.chunks) {
+    const json& logprobs = chunk["choices"][0]["logprobs"];
+    if (!logprobs.is_null()) num_logprobs += static_cast<int64_t>(logprobs["content"].size());
+  }
+  EXPECT_EQ(num_logprobs, whole.json["usage"]["completion_tokens"].get<int64_t>());
+  body.erase("logprobs");
+
+  // tool_choice "none" withholds the tools: the same JSON is plain content.
+  body["tool_choice"] = "none";
+  const auto plain = testing::http_stream(server.port(), "/v1/chat/completions", body.dump());
+  ASSERT_TRUE(plain.done);
+  EXPECT_EQ(plain.finish_reason, "stop");
+  EXPECT_TRUE(json::parse(plain.text, nullptr, false).is_object()) << plain.text;
+  for (const json& chunk : plain.chunks) EXPECT_FALSE(chunk["choices"][0]["delta"].contains("tool_calls")) << chunk;
+}
+
 TEST(ServerChatTemplate, BadTokenizeRequests) {
   TestServer server;
   const std::pair<const char*, int> cases[] = {

@@ -43,8 +43,8 @@ TestServer::TestServer(TestServerOptions o) {
   so.num_speculative_tokens = o.num_spec_tokens;
   so.max_running = o.max_running;
   so.compute = DType::kF32;
-  so.target_model_dir = stories_dir().string();
-  model_ = load_stories(o.max_running, o.max_batch_tokens, speculator_capture_layers(so));
+  const SpeculatorPlan plan(so, ModelConfig::from_file(stories_dir() / "config.json"));
+  model_ = load_stories(o.max_running, o.max_batch_tokens, plan.capture_layers());
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_dir(stories_dir()));
   EngineOptions eo;
   eo.max_running = o.max_running;
@@ -58,7 +58,7 @@ TestServer::TestServer(TestServerOptions o) {
   lo.max_waiting = o.max_waiting;
   lo.on_finished = [this](const FinishedRequest& r) { metrics_.observe(r); };
   loop_ = std::make_unique<EngineLoop>(*model_, *tokenizer_, eo,
-                                       o.make_proposer ? o.make_proposer() : make_proposer(so, *model_), lo);
+                                       o.make_proposer ? o.make_proposer() : plan.build(*model_), lo);
   HttpServerOptions ho;
   ho.port = 0;
   ho.served_model_name = o.served_model_name;

@@ -54,6 +54,9 @@ TEST(ToolCalls, Hermes) {
   EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>{\"name\": \"f\"}", counter()));
   EXPECT_FALSE(parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>{\"name\": </tool_call>", counter()));
   EXPECT_FALSE(parse_tool_calls(ToolCallFormat::kHermes, "no calls here", counter()));
+  // The content keeps its leading whitespace (a stream has sent it before the call came).
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kHermes, "  hi \n<tool_call>{\"name\": \"f\"}", counter())->content, "  hi");
+  EXPECT_FALSE(parse_tool_calls(ToolCallFormat::kHermes, " \n<tool_call>{\"name\": \"f\"}", counter())->content);
   EXPECT_FALSE(parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>{\"arguments\": {}}</tool_call>", counter()));
 }
 
@@ -88,6 +91,25 @@ TEST(ToolCalls, ChatResponseShape) {
   EXPECT_EQ(plain["choices"][0]["message"]["content"], "hello");
   EXPECT_FALSE(plain["choices"][0]["message"].contains("tool_calls"));
   EXPECT_EQ(plain["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(ToolCalls, StreamChunkShape) {
+  const ResponseContext ctx{Endpoint::kChat, "chatcmpl-1", 100, "m"};
+  const json header = json::parse(R"({"tool_calls": [{"index": 0, "id": "call_0", "type": "function",
+                                                      "function": {"name": "f", "arguments": ""}}]})");
+  const json first = make_chat_chunk(ctx, header, nullptr, /*first=*/true);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  const json& delta = first["choices"][0]["delta"];
+  EXPECT_EQ(delta["role"], "assistant");
+  EXPECT_FALSE(delta.contains("content"));  // beside tool calls
+  EXPECT_EQ(delta["tool_calls"], header["tool_calls"]);
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  const json last = make_chat_chunk(ctx, json::object(), "tool_calls", /*first=*/false);
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "tool_calls");
+  // A plain first chunk still opens with empty content, as make_chunk's.
+  EXPECT_EQ(make_chat_chunk(ctx, json::object(), nullptr, true)["choices"][0]["delta"],
+            make_chunk(ctx, "", std::nullopt, true)["choices"][0]["delta"]);
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // (max_running 4), with chunked prefill and under KV pressure (preemption) — for a random
 // drafter (mostly rejected drafts) and for one whose Markov head is fitted to the target's
 // own greedy bigrams (long accepted runs, so partial acceptance and rollback are
-// exercised). The drafter is built the way the CLI builds it: capture layers from
-// speculator_capture_layers(), proposer from make_proposer().
+// exercised). The drafter is built the way engine/assembly.h builds it: a SpeculatorPlan
+// gives the capture layers, then builds the proposer over the loaded target.
 #include <map>
 
 #include <gtest/gtest.h>
@@ -32,6 +32,8 @@ const std::filesystem::path& target_dir() {
   }();
   return dir;
 }
+
+ModelConfig target_config() { return ModelConfig::from_file(target_dir() / "config.json"); }
 
 std::vector<std::vector<int32_t>> prompts(int n) {
   std::vector<std::vector<int32_t>> out;
@@ -116,12 +118,12 @@ SpecRun run_speculative(DrafterCase which, EngineOptions options, DType compute 
                         int64_t max_model_len = 0) {
   SpeculatorOptions so;
   so.speculator = write_drafter(which).string();
-  so.target_model_dir = target_dir().string();
   so.max_running = options.max_running;
   so.compute = compute;
-  auto model = load_target(speculator_capture_layers(so), max_model_len);
+  const SpeculatorPlan plan(so, target_config());
+  auto model = load_target(plan.capture_layers(), max_model_len);
   const Tokenizer tok = Tokenizer::from_dir(target_dir());
-  std::unique_ptr<Proposer> proposer = make_proposer(so, *model);
+  std::unique_ptr<Proposer> proposer = plan.build(*model);
   EXPECT_NE(dynamic_cast<DSparkProposer*>(proposer.get()), nullptr);
   Engine engine(*model, tok, options, std::move(proposer));
   SpecRun run;
@@ -144,19 +146,22 @@ void expect_identical(const SpecRun& run) {
 TEST(DSparkEngine, CaptureLayersComeFromTheDrafter) {
   SpeculatorOptions so;
   so.speculator = write_drafter(DrafterCase::kRandomDSpark).string();
-  so.target_model_dir = target_dir().string();
-  EXPECT_EQ(speculator_capture_layers(so), (std::vector<int32_t>{0, 1}));  // aux ids {1, 2}
+  so.max_running = 2;
+  const SpeculatorPlan plan(so, target_config());
+  EXPECT_EQ(plan.capture_layers(), (std::vector<int32_t>{0, 1}));  // aux ids {1, 2}
   // A target loaded without them is refused by the engine.
   auto model = load_target({});
-  so.max_running = 2;
   const Tokenizer tok = Tokenizer::from_dir(target_dir());
-  EXPECT_THROW(Engine(*model, tok, EngineOptions{.max_running = 2, .max_batch_tokens = 64}, make_proposer(so, *model)),
+  EXPECT_THROW(Engine(*model, tok, EngineOptions{.max_running = 2, .max_batch_tokens = 64}, plan.build(*model)),
                Error);
-  // Without the target's directory the drafter cannot share its weights.
-  so.target_model_dir.clear();
-  EXPECT_THROW(speculator_capture_layers(so), Error);
+  // A drafter whose aux layers the target does not have is refused before anything loads.
+  ModelConfig shallow = target_config();
+  shallow.num_hidden_layers = 1;
+  EXPECT_THROW(SpeculatorPlan(so, shallow), Error);
   so.speculator = "ngram";
-  EXPECT_TRUE(speculator_capture_layers(so).empty());
+  EXPECT_TRUE(SpeculatorPlan(so, target_config()).capture_layers().empty());
+  so.speculator = (target_dir() / "no-such-drafter").string();
+  EXPECT_THROW(SpeculatorPlan(so, target_config()), Error);
 }
 
 TEST(DSparkEngine, GreedyLosslessRandomDrafterAlone) {
@@ -198,16 +203,16 @@ TEST(DSparkEngine, PrefixCachingShowsTheDrafterTheSameContext) {
   // plain ones.
   SpeculatorOptions so;
   so.speculator = write_drafter(DrafterCase::kFittedDSpark).string();
-  so.target_model_dir = target_dir().string();
   so.max_running = 1;
-  auto model = load_target(speculator_capture_layers(so));
+  const SpeculatorPlan plan(so, target_config());
+  auto model = load_target(plan.capture_layers());
   const Tokenizer tok = Tokenizer::from_dir(target_dir());
   const auto ps = prompts(12);
   auto run = [&](bool caching) {
     Engine engine(*model, tok,
                   EngineOptions{.max_running = 1, .max_batch_tokens = 64, .block_size = 4,
                                 .enable_prefix_caching = caching},
-                  make_proposer(so, *model));
+                  plan.build(*model));
     std::vector<GenerationResult> results;
     for (size_t i = 0; i < 6; ++i) {
       results.push_back(generate_one(engine, ps[i], greedy(40)));

@@ -51,7 +51,7 @@ const DrafterSetup& setup(DrafterKind kind) {
 }
 
 std::unique_ptr<DSparkProposer> make_proposer(const DrafterSetup& s, DType compute, int64_t max_context_rows = 64,
-                                              int64_t max_pending_positions = -1) {
+                                              int64_t max_pending_positions = -1, int64_t context_window = 0) {
   DSparkProposerOptions o;
   o.max_running = 4;
   o.max_model_len = 128;
@@ -60,6 +60,7 @@ std::unique_ptr<DSparkProposer> make_proposer(const DrafterSetup& s, DType compu
   o.kv_block_size = 4;
   o.compute = compute;
   o.keep_base_logits = true;
+  o.context_window = context_window;
   return DSparkProposer::load(s.drafter_dir, s.target_dir, o);
 }
 
@@ -245,6 +246,51 @@ TEST(DSparkProposer, SampledQIsTheRequestTransformOfCorrectedLogits) {
 // and batching must not matter, nor when the context is projected: at once (no pending
 // buffer), when a small pending buffer fills, or deferred until the request drafts.
 class DSparkProposerLived : public ::testing::TestWithParam<int64_t> {};
+
+// A context window: the block sees only the last W context positions, so what lies before
+// them changes nothing (bit for bit), what lies inside does, and a window at least as long
+// as the context is no window at all. Rounds go on past the window while the drafter's
+// KV blocks stay bounded, however the context is projected (pending modes).
+TEST_P(DSparkProposerLived, AContextWindowIgnoresEverythingBeforeIt) {
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  const SamplingParams sp = greedy_params();
+  constexpr int32_t kWindow = 8;
+  const auto tokens = random_tokens(80, 31);
+  const auto ctx = random_context(s, 79, 32);
+  auto with_early = [&](uint64_t seed, int32_t from, int32_t to) {  // ctx with positions [from, to) replaced
+    auto other = ctx;
+    const auto noise = random_context(s, 79, seed);
+    const int64_t h = s.config.target_hidden_size;
+    for (size_t l = 0; l < other.size(); ++l)
+      std::copy(noise[l].begin() + from * h, noise[l].begin() + to * h, other[l].begin() + from * h);
+    return other;
+  };
+  // Drafts from context length c (c + 1 committed tokens) after observing `c` positions,
+  // in pieces of 7, then the window's logits and hidden states.
+  auto run = [&](const std::vector<std::vector<float>>& context, int32_t c, int64_t window) {
+    auto p = make_proposer(s, DType::kF32, /*max_context_rows=*/6, GetParam(), window);
+    for (int32_t start = 0; start < c; start += 7) observe(*p, 1, context, start, std::min(7, c - start));
+    const DraftRequest r{1, std::span<const int32_t>(tokens.data(), c + 1), &sp, nullptr, 4};
+    Draft d;
+    p->propose({&r, 1}, {&d, 1});
+    const auto got = p->inspect(0);
+    std::vector<float> out(got.logits.begin(), got.logits.end());
+    out.insert(out.end(), got.hidden.begin(), got.hidden.end());
+    return std::pair{out, p->kv_blocks_in_use()};
+  };
+  const int32_t c = 30;
+  const auto [windowed, blocks] = run(ctx, c, kWindow);
+  EXPECT_EQ(windowed, run(with_early(40, 0, c - kWindow), c, kWindow).first);     // before: no effect
+  EXPECT_NE(windowed, run(with_early(41, c - kWindow, c), c, kWindow).first);     // inside: matters
+  EXPECT_NE(windowed, run(ctx, c, 0).first);                                       // it is a window
+  EXPECT_EQ(run(ctx, c, 0).first, run(ctx, c, 64).first);                         // longer than c: none
+  EXPECT_NE(run(ctx, c, 0).first, run(with_early(40, 0, c - kWindow), c, 0).first);  // unbounded sees all
+  // KV blocks of 4 positions: the window and the block (8 + 4) span at most 4 blocks.
+  EXPECT_LE(blocks, 4);
+  const auto [longer, longer_blocks] = run(ctx, 78, kWindow);
+  EXPECT_LE(longer_blocks, 4);
+  EXPECT_EQ(longer, run(with_early(42, 0, 78 - kWindow), 78, kWindow).first);
+}
 
 TEST_P(DSparkProposerLived, RoundsChunksAndBatchesMatchAFreshProposer) {
   const DrafterSetup& s = setup(DrafterKind::kDSpark);

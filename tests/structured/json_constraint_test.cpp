@@ -18,6 +18,7 @@
 #include "core/check.h"
 #include "tokenizer/tokenizer.h"
 #include "structured/json_samples.h"
+#include "structured/schema_samples.h"
 
 namespace dspark {
 namespace {
@@ -223,6 +224,68 @@ TEST_F(JsonConstraintTiny, MaskingAfterAnInvalidDraftThrows) {
   EXPECT_THROW(c.mask(row.data(), bad), Error);
   std::vector<float> rows(2 * row.size(), 0.0f);
   EXPECT_THROW(c.mask_rows(rows.data(), masker_.num_logits(), bad), Error);
+}
+
+// json_schema through the same constraint: random then completion-following tokens; the
+// output parses and validates against the schema, only EOS is allowed once complete, and
+// speculation's calls agree (valid_prefix_length cuts at the first draft the schema
+// refuses; mask_rows row j equals mask() after j drafts).
+TEST_F(JsonConstraintTiny, SchemaWalksValidateAndSpeculationCallsAgree) {
+  const TokenBytes& vocab = masker_.vocabulary();
+  std::mt19937_64 rng(99);
+  for (const auto& sample : test::sample_schemas()) {
+    SCOPED_TRACE(sample.name);
+    const auto schema = compile_json_schema_text(sample.text);
+    const test::SchemaOracle oracle(nlohmann::ordered_json::parse(sample.text));
+    for (int w = 0; w < 20; ++w) {
+      JsonConstraint c(masker_, schema);
+      std::vector<int32_t> out;
+      const int num_free = static_cast<int>(rng() % 80);
+      for (int step = 0; !c.complete() && step < num_free + 5000; ++step) {
+        const std::vector<int32_t> allowed = set_bits(c.allowed_tokens({}), masker_.num_logits());
+        ASSERT_FALSE(allowed.empty()) << "dead end after " << tok_.decode(out, true);
+        int32_t next = -1;
+        if (step < num_free) {
+          next = allowed[rng() % allowed.size()];
+        } else {
+          const std::string tail = c.completion();
+          for (const int32_t id : allowed) {
+            const std::string& b = vocab.bytes[id];
+            if (vocab.roles[id] == TokenRole::kText && tail.compare(0, b.size(), b) == 0 &&
+                (next < 0 || b.size() > vocab.bytes[next].size())) {
+              next = id;
+            }
+          }
+          ASSERT_GE(next, 0) << "no allowed token continues " << tail;
+        }
+        ASSERT_TRUE(c.accept_token(next));
+        out.push_back(next);
+      }
+      ASSERT_TRUE(c.complete());
+      const std::string text = tok_.decode(out, true);
+      nlohmann::json value;
+      ASSERT_NO_THROW(value = nlohmann::json::parse(text)) << text;
+      EXPECT_TRUE(oracle.valid(value)) << text;
+      EXPECT_EQ(set_bits(c.allowed_tokens({}), masker_.num_logits()), tok_.eos_ids());
+      // Replay: drafts = the whole output plus one refused token.
+      JsonConstraint replay(masker_, schema);
+      std::vector<int32_t> drafts = out;
+      drafts.push_back(ids("}")[0]);
+      EXPECT_EQ(replay.valid_prefix_length(drafts), static_cast<int32_t>(out.size()));
+      const std::span<const int32_t> some = std::span<const int32_t>(out).first(std::min<size_t>(out.size(), 4));
+      const int64_t n = masker_.num_logits();
+      std::vector<float> rows(static_cast<size_t>((some.size() + 1) * n), 1.0f);
+      replay.mask_rows(rows.data(), n, some);
+      for (size_t j = 0; j <= some.size(); ++j) {
+        std::vector<float> single(static_cast<size_t>(n), 1.0f);
+        replay.mask(single.data(), some.first(j));
+        EXPECT_TRUE(std::equal(single.begin(), single.end(), rows.begin() + static_cast<std::ptrdiff_t>(j * n)));
+      }
+    }
+  }
+  JsonConstraint c(masker_, compile_json_schema_text(R"({"type": "object"})"));
+  EXPECT_THROW(c.matcher(), Error);  // a schema constraint has no json_object state
+  EXPECT_THROW(JsonConstraint(masker_, nullptr), Error);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "tokenizer/tokenizer.h"
 #include "structured/json_samples.h"
+#include "structured/schema_samples.h"
 
 namespace dspark {
 namespace {
@@ -98,6 +99,76 @@ TEST(TokenMask, TrieEqualsReferenceStories260K) {
 TEST(TokenMask, TrieEqualsReferenceGpt2) {
   if (!fs::exists(test::gpt2_tokenizer_json())) GTEST_SKIP() << "no gpt-2 tokenizer";
   expect_trie_equals_reference("gpt-2", Tokenizer::from_file(test::gpt2_tokenizer_json()), 150);
+}
+
+// Schema states: for every sample schema, byte walks (states inside tokens, inside strings
+// with and without maxLength, enum values, property names) and token walks.
+std::vector<SchemaMatcher> schema_states(const CompiledJsonSchema& schema, int num_walks, uint64_t seed) {
+  std::vector<SchemaMatcher> states;
+  std::mt19937_64 rng(seed);
+  for (int walk = 0; walk < num_walks; ++walk) {
+    SchemaMatcher m(schema);
+    const int steps = static_cast<int>(rng() % 60);
+    for (int step = 0; step < steps && !m.complete(); ++step) {
+      std::vector<uint8_t> ok;
+      for (int b = 0; b < 256; ++b) {
+        if (SchemaMatcher(m).advance(static_cast<uint8_t>(b))) ok.push_back(static_cast<uint8_t>(b));
+      }
+      const uint8_t c = rng() % 3 ? static_cast<uint8_t>(m.completion()[0]) : ok[rng() % ok.size()];
+      EXPECT_TRUE(m.advance(c));
+    }
+    states.push_back(m);
+  }
+  return states;
+}
+
+void expect_schema_trie_equals_reference(const char* name, const Tokenizer& tok, int num_walks) {
+  SCOPED_TRACE(name);
+  const JsonTokenMasker masker(token_bytes(tok, tok.vocab_size(), eos_of(tok)));
+  std::vector<uint64_t> trie(masker.num_words()), ref(masker.num_words());
+  std::mt19937_64 rng(17);
+  int num_plain = 0;
+  for (const auto& sample : test::sample_schemas()) {
+    SCOPED_TRACE(sample.name);
+    const auto schema = compile_json_schema_text(sample.text);
+    for (const SchemaMatcher& state : schema_states(*schema, num_walks, 23)) {
+      masker.allowed_tokens(state, trie);
+      reference::allowed_tokens(masker.vocabulary(), state, ref);
+      ASSERT_EQ(trie, ref);
+      num_plain += state.in_plain_string();
+    }
+    for (int walk = 0; walk < num_walks; ++walk) {
+      SchemaMatcher m(*schema);
+      for (int step = 0; step < 30; ++step) {
+        masker.allowed_tokens(m, trie);
+        reference::allowed_tokens(masker.vocabulary(), m, ref);
+        ASSERT_EQ(trie, ref) << "walk " << walk << " step " << step;
+        std::vector<int32_t> allowed;
+        for (int32_t id = 0; id < masker.num_logits(); ++id) {
+          if (token_mask_allows(trie, id)) allowed.push_back(id);
+        }
+        ASSERT_FALSE(allowed.empty()) << "no token allowed";
+        if (m.complete()) break;
+        num_plain += m.in_plain_string();
+        ASSERT_TRUE(masker.advance(m, allowed[rng() % allowed.size()]));
+      }
+    }
+  }
+  EXPECT_GT(num_plain, 0);  // the precomputed in-string path was compared too
+}
+
+TEST(TokenMask, SchemaTrieEqualsReferenceTinyTarget) {
+  expect_schema_trie_equals_reference("tiny-target", Tokenizer::from_dir(test::tiny_target_dir()), 12);
+}
+
+TEST(TokenMask, SchemaTrieEqualsReferenceStories260K) {
+  if (!fs::exists(test::stories260k_dir())) GTEST_SKIP() << "no stories260K";
+  expect_schema_trie_equals_reference("stories260K", Tokenizer::from_dir(test::stories260k_dir()), 12);
+}
+
+TEST(TokenMask, SchemaTrieEqualsReferenceGpt2) {
+  if (!fs::exists(test::gpt2_tokenizer_json())) GTEST_SKIP() << "no gpt-2 tokenizer";
+  expect_schema_trie_equals_reference("gpt-2", Tokenizer::from_file(test::gpt2_tokenizer_json()), 5);
 }
 
 // A hand-made vocabulary with shared prefixes, duplicates, padding and special roles.
@@ -201,6 +272,29 @@ TEST(TokenMask, TimePerMask) {
                 v.name, static_cast<long long>(masker.num_logits()), all.size(), in_string.size(),
                 trie, ref, ref / trie, trie_in, ref_in, trie_out, worst);
     RecordProperty(std::string(v.name) + "_trie_us", std::to_string(trie));
+    // The same masker on json_schema states (the "person" and "maps" samples).
+    std::vector<SchemaMatcher> schema_all;
+    std::vector<std::shared_ptr<const CompiledJsonSchema>> keep;
+    for (const auto& sample : test::sample_schemas()) {
+      if (std::string(sample.name) != "person" && std::string(sample.name) != "maps") continue;
+      keep.push_back(compile_json_schema_text(sample.text));
+      for (const SchemaMatcher& m : schema_states(*keep.back(), 300, 4)) schema_all.push_back(m);
+    }
+    std::vector<SchemaMatcher> schema_in;
+    for (const SchemaMatcher& m : schema_all) if (m.in_plain_string()) schema_in.push_back(m);
+    auto schema_time_us = [&](const std::vector<SchemaMatcher>& states, int num) {
+      using Clock = std::chrono::steady_clock;
+      const auto t0 = Clock::now();
+      for (int i = 0; i < num; ++i) {
+        masker.allowed_tokens(states[static_cast<size_t>(i) % states.size()], mask);
+        sink += mask[0];
+      }
+      return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / num;
+    };
+    std::printf("[ mask time ] %s json_schema: %zu states (%zu in a free string): trie %.1f us/mask, "
+                "in a free string %.1f us\n",
+                v.name, schema_all.size(), schema_in.size(), schema_time_us(schema_all, 1000),
+                schema_in.empty() ? 0.0 : schema_time_us(schema_in, 1000));
     EXPECT_NE(sink, 1u);  // keeps the loops
   }
 }

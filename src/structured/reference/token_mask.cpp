@@ -6,8 +6,8 @@
 
 namespace dspark::reference {
 
-void allowed_tokens(const TokenBytes& vocabulary, const JsonMatcher& state,
-                    std::span<uint64_t> mask) {
+template <class Matcher>
+void allowed_tokens(const TokenBytes& vocabulary, const Matcher& state, std::span<uint64_t> mask) {
   DSPARK_CHECK(static_cast<int64_t>(mask.size()) == token_mask_words(vocabulary.size()),
                "reference::allowed_tokens: mask has {} words for {} ids", mask.size(),
                vocabulary.size());
@@ -16,7 +16,7 @@ void allowed_tokens(const TokenBytes& vocabulary, const JsonMatcher& state,
     bool allowed = false;
     switch (vocabulary.roles[id]) {
       case TokenRole::kText: {
-        JsonMatcher m = state;
+        Matcher m = state;
         allowed = m.advance(vocabulary.bytes[id]);
         break;
       }
@@ -26,5 +26,8 @@ void allowed_tokens(const TokenBytes& vocabulary, const JsonMatcher& state,
     if (allowed) mask[id >> 6] |= uint64_t{1} << (id & 63);
   }
 }
+
+template void allowed_tokens<JsonMatcher>(const TokenBytes&, const JsonMatcher&, std::span<uint64_t>);
+template void allowed_tokens<SchemaMatcher>(const TokenBytes&, const SchemaMatcher&, std::span<uint64_t>);
 
 }  // namespace dspark::reference
