@@ -21,6 +21,12 @@
 // position each, with the projection done at once (pending 0) or deferred (the default);
 // context_us per step and its ratio to the target step.
 //
+// BM_LongContext: one request whose prompt has `context` positions (1K, 8K, 32K), with the
+// drafter's context window off (0) or at its default (2048): prefill_ms is the drafter's
+// share of the prompt (observe() in chunks of 128, then catch_up), propose_us one round's
+// propose() and the observe() of its 4 committed positions; kv_blocks what the drafter
+// holds afterwards. Without a window both grow with the prompt; with one they stay flat.
+//
 //   build/bench/dspark_proposer_bench [--benchmark_filter=...]   (threads: OMP_NUM_THREADS)
 #include <benchmark/benchmark.h>
 
@@ -243,6 +249,59 @@ void BM_IdleContext(benchmark::State& state) {
   state.counters["threads"] = num_threads();
 }
 BENCHMARK(BM_IdleContext)->ArgNames({"pending"})->Arg(0)->Arg(-1)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void BM_LongContext(benchmark::State& state) {
+  const int32_t context = static_cast<int32_t>(state.range(0));
+  constexpr int32_t kChunk = 128;
+  static const std::filesystem::path drafter = drafter_dir(1);
+  Rng rng(5);
+  std::vector<float> hidden(3 * kChunk * 512);  // [3 aux layers, kChunk, 512]
+  for (float& x : hidden) x = static_cast<float>(rng.uniform() * 4 - 2);
+  std::vector<int32_t> tokens(context + 64);
+  for (auto& t : tokens) t = static_cast<int32_t>(3 + rng.next_u64() % 8000);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  DSparkProposerOptions o;
+  o.max_running = 1;
+  o.max_model_len = context + 64;
+  o.max_context_rows = kChunk;
+  o.compute = DType::kBF16;
+  o.context_window = state.range(1);
+  const auto p = DSparkProposer::load(drafter, target_dir(), o);
+  auto observe = [&](int32_t start, int32_t rows) {
+    const CommittedHiddenStates c{0, start, rows, hidden.data(), kChunk * 512, 512};
+    p->observe({&c, 1});
+  };
+  double prefill_sum = 0, round_sum = 0;
+  int64_t n = 0, rounds = 0;
+  for (auto _ : state) {
+    p->release(0);
+    auto t0 = std::chrono::steady_clock::now();
+    for (int32_t start = 0; start < context; start += kChunk) observe(start, std::min(kChunk, context - start));
+    const DraftRequest prompt_end{0, std::span<const int32_t>(tokens.data(), context + 1), &greedy, nullptr, 8};
+    p->catch_up({&prompt_end, 1});
+    prefill_sum += since(t0);
+    for (int32_t r = 0; r < 8; ++r, ++rounds) {  // rounds of 3 accepted drafts: 4 new positions each
+      const int32_t c = context + 4 * r;
+      const DraftRequest req{0, std::span<const int32_t>(tokens.data(), c + 1), &greedy, nullptr, 8};
+      Draft d;
+      t0 = std::chrono::steady_clock::now();
+      p->propose({&req, 1}, {&d, 1});
+      observe(c, 4);
+      round_sum += since(t0);
+    }
+    ++n;
+  }
+  state.counters["prefill_ms"] = prefill_sum / n / 1e3;
+  state.counters["propose_us"] = round_sum / rounds;
+  state.counters["kv_blocks"] = static_cast<double>(p->kv_blocks_in_use());
+  state.counters["threads"] = num_threads();
+}
+BENCHMARK(BM_LongContext)
+    ->ArgNames({"context", "window"})
+    ->ArgsProduct({{1024, 8192, 32768}, {0, 2048}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
 
 }  // namespace
 }  // namespace dspark

@@ -146,7 +146,7 @@ class Engine {
   ModelRunner runner_;
   OutputProcessor output_processor_;
   std::unique_ptr<DraftBudget> draft_budget_;  // kAdaptive only
-  std::unique_ptr<JsonTokenMasker> json_masker_;  // built at the first json_object request
+  std::unique_ptr<JsonTokenMasker> json_masker_;  // built at the first json_object or json_schema request
   SpecDecodeMetrics spec_metrics_;
   ScheduleMetrics schedule_metrics_;
   int64_t num_steps_ = 0;

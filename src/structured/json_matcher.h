@@ -20,10 +20,10 @@
 //     a low \uDC00-\uDFFF escape): RFC 8259 admits lone surrogates syntactically, but
 //     strict parsers (nlohmann::json, serde_json, Go) reject them, and the point is text
 //     every client can parse.
-// Strings: escapes \" \\ \/ \b \f \n \r \t \uXXXX; raw bytes < 0x20 refused; bytes >=
-// 0x80 must form well-formed UTF-8 (no overlong forms, no encoded surrogates, nothing
-// above U+10FFFF), checked byte by byte, so a prefix ending inside a character is
-// accepted while the character can still be completed. Numbers follow
+// Strings and numbers are lexed by JsonScalarLexer (json_lexer.h): escapes \" \\ \/ \b
+// \f \n \r \t \uXXXX; raw bytes < 0x20 refused; bytes >= 0x80 must form well-formed
+// UTF-8, checked byte by byte, so a prefix ending inside a character is accepted while the
+// character can still be completed. Numbers follow
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?; a number ends only at the next byte
 // that cannot extend it (',', '}', ']' or whitespace), which is then read as that byte.
 // Magnitude is not limited (1e999 is accepted: RFC 8259 leaves range to implementations).
@@ -39,6 +39,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "structured/json_lexer.h"
 
 namespace dspark {
 
@@ -72,7 +74,7 @@ class JsonMatcher {
   // The top-level object has been closed: no byte is accepted any more (only EOS).
   bool complete() const { return mode_ == Mode::kDone; }
   // Inside a string, between characters (not in an escape or a multi-byte character).
-  bool in_string() const { return mode_ == Mode::kString; }
+  bool in_string() const { return mode_ == Mode::kScalar && lexer_.between_chars(); }
   // Where every "plain" token stays inside the string (token_mask.h): any string here.
   bool in_plain_string() const { return in_string(); }
   // Open containers now (0 before the first '{' and once complete).
@@ -94,29 +96,14 @@ class JsonMatcher {
     kValue,         // after ':' or after ',' in an array: a value
     kArrayOpen,     // after '[': a value or ']'
     kAfterValue,    // after a value: ',' or the closing bracket of the innermost container
-    kString,        // inside a string (in_key_ tells key from value)
-    kUtf8,          // inside a multi-byte UTF-8 character: aux_ continuation bytes left
-    kEscape,        // after '\'
-    kHex,           // inside \uXXXX: aux_ hex digits read, value so far in hex_value_
-    kLowBackslash,  // after a high-surrogate escape: the '\' of the low one
-    kLowU,          // after that '\': the 'u'
-    kNumMinus,      // after '-': a digit
-    kNumZero,       // after a leading '0': '.', 'e' or the end
-    kNumInt,        // in [1-9][0-9]*: digit, '.', 'e' or the end
-    kNumDot,        // after '.': a digit
-    kNumFrac,       // in the fraction: digit, 'e' or the end
-    kNumExp,        // after 'e': sign or digit
-    kNumExpSign,    // after the exponent's sign: a digit
-    kNumExpDigits,  // in the exponent: digit or the end
-    kLiteral,       // inside true/false/null: literal_ which, aux_ bytes read
+    kScalar,        // inside a string or number, read by lexer_ (in_key_: a key string)
+    kLiteral,       // inside true/false/null: literal_ which, literal_pos_ bytes read
     kDone,          // the top-level object is closed
   };
 
   bool step(uint8_t c);  // advances in place; on false *this is garbage (advance restores)
   bool structural(uint8_t c);
-  bool string_byte(uint8_t c);
-  bool hex_digit(uint8_t c);
-  bool number_byte(uint8_t c);
+  bool scalar_byte(uint8_t c);
   bool value_start(uint8_t c);
   bool open(bool is_array);
   bool close(bool is_array);
@@ -124,16 +111,13 @@ class JsonMatcher {
   bool top_is_array() const { return ((array_bits_ >> (depth_ - 1)) & 1) != 0; }
 
   uint64_t array_bits_ = 0;  // bit d-1: the container at depth d is an array (else object)
-  uint16_t hex_value_ = 0;   // kHex: the digits read so far
+  JsonScalarLexer lexer_;    // kScalar: the open string or number
   Mode mode_ = Mode::kStart;
   uint8_t depth_ = 0;        // open containers
   uint8_t ws_run_ = 0;       // whitespace bytes just read, in structural modes
-  uint8_t aux_ = 0;          // kUtf8 / kHex / kLiteral counter (see Mode)
-  uint8_t utf8_lo_ = 0;      // kUtf8: the next continuation byte lies in [lo, hi]
-  uint8_t utf8_hi_ = 0;
   uint8_t literal_ = 0;      // kLiteral: 0 true, 1 false, 2 null
+  uint8_t literal_pos_ = 0;  // kLiteral: bytes read
   bool in_key_ = false;      // the open string is an object key
-  bool low_surrogate_ = false;  // kHex: this escape must be a low surrogate
   uint8_t max_depth_ = 64;            // JsonMatcherOptions' defaults (checked in the .cpp)
   uint8_t max_whitespace_run_ = 16;
 };

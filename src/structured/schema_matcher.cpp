@@ -10,19 +10,10 @@ namespace dspark {
 namespace {
 
 bool is_whitespace(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
-
-int hex_value(uint8_t c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // A number literal ends only at a byte that cannot extend it; other literals end at their
 // last byte (no JSON string, true, false or null is a proper prefix of another value).
 bool is_number_text(const std::string& text) {
-  return !text.empty() && (text[0] == '-' || is_digit(static_cast<uint8_t>(text[0])));
+  return !text.empty() && JsonScalarLexer::starts_number(static_cast<uint8_t>(text[0]));
 }
 
 template <class T>
@@ -47,9 +38,8 @@ bool SchemaMatcher::operator==(const SchemaMatcher& o) const {
   if (schema_ != o.schema_ || mode_ != o.mode_ || depth_ != o.depth_ || array_bits_ != o.array_bits_ ||
       key_live_ != o.key_live_ || str_count_ != o.str_count_ || lit_lo_ != o.lit_lo_ ||
       lit_hi_ != o.lit_hi_ || pos_ != o.pos_ || value_node_ != o.value_node_ ||
-      hex_value_ != o.hex_value_ || ws_run_ != o.ws_run_ || aux_ != o.aux_ ||
-      utf8_lo_ != o.utf8_lo_ || utf8_hi_ != o.utf8_hi_ || in_key_ != o.in_key_ ||
-      low_surrogate_ != o.low_surrogate_ || max_whitespace_run_ != o.max_whitespace_run_) {
+      lexer_ != o.lexer_ || ws_run_ != o.ws_run_ || in_key_ != o.in_key_ ||
+      max_whitespace_run_ != o.max_whitespace_run_) {
     return false;
   }
   for (int32_t d = 0; d < depth_; ++d) {
@@ -75,27 +65,14 @@ bool SchemaMatcher::advance(std::string_view bytes) {
 }
 
 bool SchemaMatcher::in_plain_string() const {
-  return mode_ == Mode::kString && (in_key_ || node(value_node_).max_length == SchemaNode::kUnbounded);
+  return mode_ == Mode::kScalar && lexer_.between_chars() &&
+         (in_key_ || node(value_node_).max_length == SchemaNode::kUnbounded);
 }
 
 bool SchemaMatcher::step(uint8_t c) {
   switch (mode_) {
-    case Mode::kString:
-    case Mode::kUtf8:
-    case Mode::kEscape:
-    case Mode::kHex:
-    case Mode::kLowBackslash:
-    case Mode::kLowU:
-      return string_byte(c);
-    case Mode::kNumMinus:
-    case Mode::kNumZero:
-    case Mode::kNumInt:
-    case Mode::kNumDot:
-    case Mode::kNumFrac:
-    case Mode::kNumExp:
-    case Mode::kNumExpSign:
-    case Mode::kNumExpDigits:
-      return number_byte(c);
+    case Mode::kScalar:
+      return scalar_byte(c);
     case Mode::kKey:
       return key_byte(c);
     case Mode::kLiteral:
@@ -160,7 +137,8 @@ bool SchemaMatcher::value_start(uint8_t c) {
   switch (c) {
     case '"':
       if (!(n.kinds & SchemaNode::kString)) break;
-      mode_ = Mode::kString;
+      mode_ = Mode::kScalar;
+      lexer_.start_string();
       in_key_ = false;
       str_count_ = 0;
       return true;
@@ -171,8 +149,10 @@ bool SchemaMatcher::value_start(uint8_t c) {
       if (!(n.kinds & SchemaNode::kArray) || !fits(n.array_depth)) break;
       return push(value_node_, true);
     default:
-      if ((c == '-' || is_digit(c)) && (n.kinds & (SchemaNode::kInteger | SchemaNode::kNumber))) {
-        mode_ = c == '-' ? Mode::kNumMinus : c == '0' ? Mode::kNumZero : Mode::kNumInt;
+      if (JsonScalarLexer::starts_number(c) &&
+          (n.kinds & (SchemaNode::kInteger | SchemaNode::kNumber))) {
+        mode_ = Mode::kScalar;
+        lexer_.start_number(c);
         return true;
       }
       break;
@@ -261,7 +241,8 @@ bool SchemaMatcher::can_close_object() const {
 bool SchemaMatcher::key_start() {
   if (node(frame_node_[top()]).map) {
     if (!item_fits()) return false;
-    mode_ = Mode::kString;
+    mode_ = Mode::kScalar;
+    lexer_.start_string();
     in_key_ = true;
     str_count_ = 0;
     return true;
@@ -305,166 +286,39 @@ bool SchemaMatcher::key_byte(uint8_t c) {
   return false;
 }
 
-bool SchemaMatcher::string_byte(uint8_t c) {
-  switch (mode_) {
-    case Mode::kString: {
-      const SchemaNode* n = in_key_ ? nullptr : &node(value_node_);
-      if (c == '"') {
-        if (n && str_count_ < n->min_length) return false;
-        if (in_key_) {
-          value_node_ = static_cast<uint16_t>(node(frame_node_[top()]).additional);
-          mode_ = Mode::kColon;
-          ws_run_ = 0;
-        } else {
-          end_value();
-        }
-        return true;
-      }
-      if (c < 0x20) return false;  // raw control characters must be escaped
-      if (n && str_count_ >= n->max_length) return false;  // only the closing quote fits
+bool SchemaMatcher::scalar_byte(uint8_t c) {
+  const SchemaNode& n = node(value_node_);  // in a map key, not the key's node: unused
+  if (lexer_.between_chars()) {
+    // c closes the string or starts a character: where the length limits apply (to value
+    // strings; map keys have none). Counting a byte that the lexer then refuses is
+    // harmless: a refused step leaves *this garbage anyway.
+    if (c == '"') {
+      if (!in_key_ && str_count_ < n.min_length) return false;
+    } else {
+      if (!in_key_ && str_count_ >= n.max_length) return false;  // only the closing quote fits
       bump(str_count_);
-      if (c == '\\') {
-        mode_ = Mode::kEscape;
-        return true;
-      }
-      if (c < 0x80) return true;
-      // UTF-8 lead byte: continuation count and the first continuation's range (which
-      // excludes overlong forms, encoded surrogates and code points above U+10FFFF).
-      utf8_lo_ = 0x80;
-      utf8_hi_ = 0xBF;
-      if (c >= 0xC2 && c <= 0xDF) {
-        aux_ = 1;
-      } else if (c >= 0xE0 && c <= 0xEF) {
-        aux_ = 2;
-        if (c == 0xE0) utf8_lo_ = 0xA0;
-        if (c == 0xED) utf8_hi_ = 0x9F;
-      } else if (c >= 0xF0 && c <= 0xF4) {
-        aux_ = 3;
-        if (c == 0xF0) utf8_lo_ = 0x90;
-        if (c == 0xF4) utf8_hi_ = 0x8F;
-      } else {
-        return false;
-      }
-      mode_ = Mode::kUtf8;
-      return true;
     }
-    case Mode::kUtf8:
-      if (c < utf8_lo_ || c > utf8_hi_) return false;
-      utf8_lo_ = 0x80;
-      utf8_hi_ = 0xBF;
-      if (--aux_ == 0) mode_ = Mode::kString;
-      return true;
-    case Mode::kEscape:
-      switch (c) {
-        case '"':
-        case '\\':
-        case '/':
-        case 'b':
-        case 'f':
-        case 'n':
-        case 'r':
-        case 't':
-          mode_ = Mode::kString;
-          return true;
-        case 'u':
-          mode_ = Mode::kHex;
-          aux_ = 0;
-          hex_value_ = 0;
-          low_surrogate_ = false;
-          return true;
-        default:
-          return false;
-      }
-    case Mode::kHex:
-      return hex_digit(c);
-    case Mode::kLowBackslash:
-      if (c != '\\') return false;
-      mode_ = Mode::kLowU;
-      return true;
-    case Mode::kLowU:
-      if (c != 'u') return false;
-      mode_ = Mode::kHex;
-      aux_ = 0;
-      hex_value_ = 0;
-      low_surrogate_ = true;
-      return true;
-    default:
+  }
+  const bool integer_only = (n.kinds & SchemaNode::kNumber) == 0;  // read only in a number
+  switch (lexer_.step(c, integer_only)) {
+    case LexStep::kRejected:
       return false;
-  }
-}
-
-bool SchemaMatcher::hex_digit(uint8_t c) {
-  const int v = hex_value(c);
-  if (v < 0) return false;
-  if (low_surrogate_) {
-    if (aux_ == 0 && v != 0xD) return false;
-    if (aux_ == 1 && v < 0xC) return false;
-  } else if (aux_ == 1 && hex_value_ == 0xD && v >= 0xC) {
-    return false;  // a low surrogate without a high one before it
-  }
-  hex_value_ = static_cast<uint16_t>(hex_value_ * 16 + v);
-  if (++aux_ < 4) return true;
-  const bool high = !low_surrogate_ && hex_value_ >= 0xD800 && hex_value_ <= 0xDBFF;
-  low_surrogate_ = false;
-  mode_ = high ? Mode::kLowBackslash : Mode::kString;  // the pair counts as one character
-  return true;
-}
-
-bool SchemaMatcher::number_byte(uint8_t c) {
-  const bool real = (node(value_node_).kinds & SchemaNode::kNumber) != 0;  // else integer
-  const bool digit = is_digit(c);
-  const bool exp = real && (c == 'e' || c == 'E');
-  const bool dot = real && c == '.';
-  switch (mode_) {
-    case Mode::kNumMinus:
-      if (c == '0') {
-        mode_ = Mode::kNumZero;
-        return true;
-      }
-      if (!digit) return false;
-      mode_ = Mode::kNumInt;
+    case LexStep::kContinue:
       return true;
-    case Mode::kNumZero:
-    case Mode::kNumInt:
-      if (digit && mode_ == Mode::kNumInt) return true;
-      if (dot) {
-        mode_ = Mode::kNumDot;
-        return true;
+    case LexStep::kEnded:  // a string's closing quote
+      if (in_key_) {
+        value_node_ = static_cast<uint16_t>(node(frame_node_[top()]).additional);
+        mode_ = Mode::kColon;
+        ws_run_ = 0;
+      } else {
+        end_value();
       }
-      if (exp) {
-        mode_ = Mode::kNumExp;
-        return true;
-      }
-      break;
-    case Mode::kNumDot:
-      if (!digit) return false;
-      mode_ = Mode::kNumFrac;
       return true;
-    case Mode::kNumFrac:
-      if (digit) return true;
-      if (exp) {
-        mode_ = Mode::kNumExp;
-        return true;
-      }
-      break;
-    case Mode::kNumExp:
-      if (c == '+' || c == '-') {
-        mode_ = Mode::kNumExpSign;
-        return true;
-      }
-      [[fallthrough]];
-    case Mode::kNumExpSign:
-      if (!digit) return false;
-      mode_ = Mode::kNumExpDigits;
-      return true;
-    case Mode::kNumExpDigits:
-      if (digit) return true;
-      break;
-    default:
-      return false;
+    case LexStep::kEndedBefore:  // a complete number: c is the byte after the value
+      end_value();
+      return structural(c);
   }
-  end_value();  // the number is complete and c does not extend it
-  return structural(c);
+  return false;
 }
 
 // Candidates share their first pos_ bytes and are sorted, so those continuing with c are
@@ -537,28 +391,11 @@ uint8_t SchemaMatcher::completion_byte() const {
     }
     case Mode::kColon:
       return ':';
-    case Mode::kString:
-      return !in_key_ && str_count_ < node(value_node_).min_length ? 'a' : '"';
-    case Mode::kUtf8:
-      return utf8_lo_;
-    case Mode::kEscape:
-      return 'n';
-    case Mode::kHex:
-      return low_surrogate_ && aux_ == 0 ? 'D' : low_surrogate_ && aux_ == 1 ? 'C' : '0';
-    case Mode::kLowBackslash:
-      return '\\';
-    case Mode::kLowU:
-      return 'u';
-    case Mode::kNumMinus:
-    case Mode::kNumDot:
-    case Mode::kNumExp:
-    case Mode::kNumExpSign:
-      return '0';
-    case Mode::kNumZero:
-    case Mode::kNumInt:
-    case Mode::kNumFrac:
-    case Mode::kNumExpDigits:
-      return after_value();
+    case Mode::kScalar: {
+      if (lexer_.between_chars() && !in_key_ && str_count_ < node(value_node_).min_length) return 'a';
+      const uint8_t c = lexer_.completion_byte();  // 0: a complete number
+      return c != 0 ? c : after_value();
+    }
     case Mode::kLiteral: {
       const std::string& first = schema_->literals[lit_lo_];
       return pos_ < first.size() ? static_cast<uint8_t>(first[pos_]) : after_value();

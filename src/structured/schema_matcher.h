@@ -8,10 +8,10 @@
 //       below), and nothing after it (the engine ends the request with EOS there).
 //
 // Restrictions, which only remove texts:
-//   - the strings, numbers and escapes of JsonMatcher (well-formed UTF-8, paired
-//     surrogate escapes, no raw control bytes); "integer" numbers have no fraction or
-//     exponent; enum/const values and property names are written exactly as the schema
-//     stores them (json_schema.h);
+//   - the strings, numbers and escapes of JsonMatcher, lexed by the same JsonScalarLexer
+//     (json_lexer.h: well-formed UTF-8, paired surrogate escapes, no raw control bytes);
+//     "integer" numbers have no fraction or exponent; enum/const values and property
+//     names are written exactly as the schema stores them (json_schema.h);
 //   - object properties come in the schema's declared order, each at most once, only
 //     declared ones (maps excepted); when choosing the next key, at most 64 properties
 //     from the first one that may come are candidates (the skippable optional ones, then
@@ -37,6 +37,7 @@
 #include <string>
 #include <string_view>
 
+#include "structured/json_lexer.h"
 #include "structured/json_schema.h"
 
 namespace dspark {
@@ -82,20 +83,8 @@ class SchemaMatcher {
     kKey,           // inside a declared property name: key_live_ candidates, pos_ bytes read
     kColon,         // after a key: ':' (the value's node is value_node_)
     kAfterValue,    // ',' or the innermost container's close
-    kString,        // inside a string (in_key_: a map key), str_count_ characters so far
-    kUtf8,          // inside a multi-byte UTF-8 character: aux_ continuation bytes left
-    kEscape,        // after '\'
-    kHex,           // inside \uXXXX: aux_ digits read, value so far in hex_value_
-    kLowBackslash,  // after a high-surrogate escape: the '\' of the low one
-    kLowU,          // after that '\': the 'u'
-    kNumMinus,      // number modes as in JsonMatcher
-    kNumZero,
-    kNumInt,
-    kNumDot,
-    kNumFrac,
-    kNumExp,
-    kNumExpSign,
-    kNumExpDigits,
+    kScalar,        // inside a string or number, read by lexer_ (in_key_: a map key string;
+                    // str_count_ characters so far)
     kLiteral,       // inside an enum/const/true/false/null: literals [lit_lo_, lit_hi_), pos_ read
     kDone,
   };
@@ -109,9 +98,7 @@ class SchemaMatcher {
   bool can_close_object() const;
   bool item_fits() const;
   bool key_byte(uint8_t c);
-  bool string_byte(uint8_t c);
-  bool hex_digit(uint8_t c);
-  bool number_byte(uint8_t c);
+  bool scalar_byte(uint8_t c);
   bool literal_byte(uint8_t c);
   void literal_maybe_end();
   bool push(int32_t node, bool is_array);
@@ -133,20 +120,16 @@ class SchemaMatcher {
                                                    // objects: properties consumed (cursor)
   uint32_t array_bits_ = 0;    // bit d: the container at depth d+1 is an array
   uint64_t key_live_ = 0;      // kKey: bit i = property cursor + i still matches
-  uint32_t str_count_ = 0;     // kString..kLowU: characters so far (saturating)
+  uint32_t str_count_ = 0;     // kScalar in a string: characters so far (saturating)
   uint32_t lit_lo_ = 0;        // kLiteral: the candidate literals
   uint32_t lit_hi_ = 0;
   uint16_t pos_ = 0;           // kKey / kLiteral: bytes of the name / literal read
   uint16_t value_node_ = 0;    // the node of the pending value or of the open scalar
-  uint16_t hex_value_ = 0;
+  JsonScalarLexer lexer_;      // kScalar: the open string or number
   Mode mode_ = Mode::kDone;
   uint8_t depth_ = 0;
   uint8_t ws_run_ = 0;
-  uint8_t aux_ = 0;
-  uint8_t utf8_lo_ = 0;
-  uint8_t utf8_hi_ = 0;
   bool in_key_ = false;
-  bool low_surrogate_ = false;
   uint8_t max_whitespace_run_ = 16;
 };
 
