@@ -10,7 +10,10 @@
 #include "loader/safetensors.h"
 
 namespace dspark {
+namespace {
 
+// Loads (or measures and caches) the target's step-cost profile for the adaptive
+// schedule, sized to the engine's batches.
 std::shared_ptr<const StepCostTable> load_step_cost(const std::filesystem::path& model_dir, Transformer& target,
                                                     const EngineOptions& engine, bool reprofile,
                                                     const std::filesystem::path& cache_dir, StepProfileReport& report) {
@@ -37,6 +40,8 @@ std::shared_ptr<const StepCostTable> load_step_cost(const std::filesystem::path&
   report.seconds = now_seconds() - t0;
   return std::make_shared<const StepCostTable>(std::move(*table));
 }
+
+}  // namespace
 
 Assembly assemble(const AssemblyOptions& o) {
   DSPARK_CHECK(std::filesystem::is_directory(o.model_dir), "model directory '{}' does not exist",

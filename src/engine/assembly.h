@@ -49,10 +49,4 @@ struct Assembly {
 // speculator that does not fit the target.
 Assembly assemble(const AssemblyOptions& options);
 
-// Loads (or measures and caches) the target's step-cost profile for the adaptive
-// schedule, sized to the engine's batches. Measured on a thread of its own (see the .cpp).
-std::shared_ptr<const StepCostTable> load_step_cost(const std::filesystem::path& model_dir, Transformer& target,
-                                                    const EngineOptions& engine, bool reprofile,
-                                                    const std::filesystem::path& cache_dir, StepProfileReport& report);
-
 }  // namespace dspark

@@ -260,6 +260,19 @@ void CompletionHandler::respond_stream(httplib::Response& response,
   response.set_chunked_content_provider("text/event-stream", provider, release);
 }
 
+bool CompletionHandler::end_choice(SseState& s, SseChoice& c) {
+  const StreamUpdate& u = c.update;
+  c.done = true;
+  c.prompt_tokens = u.prompt_tokens;
+  c.cached_prompt_tokens = u.cached_prompt_tokens;
+  c.output_tokens = u.output_tokens;
+  c.spec = u.spec_metrics;
+  if (u.finish_reason != FinishReason::kError) return false;
+  s.out += sse_event(server_error(u.error).body());
+  if (AccessRecord* r = current_access_record()) r->error = u.error;  // the status went out as 200
+  return true;
+}
+
 bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
   SseChoice& c = s.choices[index];
   if (c.tool_calls) return append_tool_call_events(s, index);
@@ -274,17 +287,10 @@ bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
     c.first = false;
     return false;
   }
-  c.done = true;
-  c.prompt_tokens = u.prompt_tokens;
-  c.cached_prompt_tokens = u.cached_prompt_tokens;
-  c.output_tokens = u.output_tokens;
-  c.spec = u.spec_metrics;
-  if (u.finish_reason == FinishReason::kError) {
-    if (!u.text.empty()) s.out += sse_event(make_chunk(s.ctx, u.text, std::nullopt, c.first, nullptr, i));
-    s.out += sse_event(server_error(u.error).body());
-    if (AccessRecord* r = current_access_record()) r->error = u.error;  // the status went out as 200
-    return true;
+  if (u.finish_reason == FinishReason::kError && !u.text.empty()) {
+    s.out += sse_event(make_chunk(s.ctx, u.text, std::nullopt, c.first, nullptr, i));
   }
+  if (end_choice(s, c)) return true;
   // As OpenAI: the last text in a chunk of its own, then an empty delta carrying the
   // finish reason (clients that read the text only from non-final chunks lose none).
   if (!u.text.empty()) {
@@ -313,16 +319,7 @@ bool CompletionHandler::append_tool_call_events(SseState& s, size_t index) {
   write(c.tool_calls->feed(u.text));
   if (!u.finished) return false;
   write(c.tool_calls->finish());
-  c.done = true;
-  c.prompt_tokens = u.prompt_tokens;
-  c.cached_prompt_tokens = u.cached_prompt_tokens;
-  c.output_tokens = u.output_tokens;
-  c.spec = u.spec_metrics;
-  if (u.finish_reason == FinishReason::kError) {
-    s.out += sse_event(server_error(u.error).body());
-    if (AccessRecord* r = current_access_record()) r->error = u.error;  // the status went out as 200
-    return true;
-  }
+  if (end_choice(s, c)) return true;
   // As OpenAI: an empty delta carrying the finish reason, "tool_calls" once a call was sent.
   const nlohmann::json finish =
       c.tool_calls->has_calls() ? "tool_calls" : std::string(finish_reason_name(u.finish_reason));

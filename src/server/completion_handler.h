@@ -41,6 +41,7 @@ class ResponseTracker {
   std::atomic<bool> shutting_down_{false};
 };
 
+struct SseChoice;
 struct SseState;
 
 class CompletionHandler {
@@ -65,6 +66,9 @@ class CompletionHandler {
   bool append_choice_events(SseState& state, size_t index);
   // The same for a chat choice whose reply is parsed for tool calls as it streams.
   bool append_tool_call_events(SseState& state, size_t index);
+  // A choice's finishing update: keeps its usage; for a failure appends the error event
+  // and returns true (the response ends there).
+  bool end_choice(SseState& state, SseChoice& choice);
   // Gives tool calls their ids ("call_" and 16 hex digits).
   std::function<std::string()> call_id_maker();
   uint64_t random_seed();

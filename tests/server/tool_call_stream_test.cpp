@@ -9,15 +9,14 @@
 
 #include <gtest/gtest.h>
 
+#include "server/call_ids.h"
+
 namespace dspark {
 namespace {
 
 using nlohmann::json;
 
-std::function<std::string()> counter() {
-  auto n = std::make_shared<int>(0);
-  return [n] { return "call_" + std::to_string((*n)++); };
-}
+std::function<std::string()> counter() { return testing::counting_call_ids(); }
 
 struct Call {
   std::string id, name, arguments;

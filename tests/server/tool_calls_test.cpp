@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/call_ids.h"
 #include "server/openai_protocol.h"
 
 namespace dspark {
@@ -14,10 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-std::function<std::string()> counter() {
-  auto n = std::make_shared<int>(0);
-  return [n] { return "call_" + std::to_string((*n)++); };
-}
+std::function<std::string()> counter() { return testing::counting_call_ids(); }
 
 std::string read_template(const std::string& name) {
   std::ifstream in(std::filesystem::path(DSPARK_SHARED_DIR) / "data/chat_templates" / name);
