@@ -112,24 +112,96 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
   return h + mlp->forward(to_autocast_dtype(post_attention_layernorm->forward(h))).to(h.scalar_type());
 }
 
-torch::Tensor rope_inv_freq(const ModelConfig& c) {
-  const int64_t dim = c.head_dim;
-  // 1 / theta^(arange(0, dim, 2) / dim), evaluated in f32 like the reference.
+namespace {
+
+// 1 / base^(arange(0, dim, 2) / dim), evaluated in f32 like the reference (a Python float
+// base raised to an f32 tensor). [dim / 2]
+torch::Tensor default_inv_freq(double base, int64_t dim) {
   auto exponents = at::arange(0, dim, 2, at::kLong).to(at::kFloat) / static_cast<double>(dim);
-  auto inv_freq = 1.0 / at::pow(static_cast<double>(c.rope_theta), exponents);
-  if (c.rope_scaling.kind == RopeScaling::Kind::kLlama3) {
-    const auto& rs = c.rope_scaling;
-    const double old_len = static_cast<double>(rs.original_max_position_embeddings);
-    const double low_freq_wavelen = old_len / rs.low_freq_factor;
-    const double high_freq_wavelen = old_len / rs.high_freq_factor;
-    auto wavelen = 2 * std::numbers::pi / inv_freq;
-    auto scaled = at::where(wavelen > low_freq_wavelen, inv_freq / rs.factor, inv_freq);
-    auto smooth = (old_len / wavelen - rs.low_freq_factor) / (rs.high_freq_factor - rs.low_freq_factor);
-    auto smoothed = (1 - smooth) * scaled / rs.factor + smooth * scaled;
-    auto is_medium = at::logical_not(wavelen < high_freq_wavelen) & at::logical_not(wavelen > low_freq_wavelen);
-    inv_freq = at::where(is_medium, smoothed, scaled);
+  return 1.0 / at::pow(base, exponents);
+}
+
+double original_context(const ModelConfig& c) {
+  const int64_t original = c.rope_scaling.original_max_position_embeddings;
+  return static_cast<double>(original > 0 ? original : c.max_position_embeddings);
+}
+
+// Hugging Face's _compute_llama3_parameters.
+torch::Tensor llama3_inv_freq(const ModelConfig& c) {
+  const auto& rs = c.rope_scaling;
+  auto inv_freq = default_inv_freq(c.rope_theta, c.head_dim);
+  const double old_len = static_cast<double>(rs.original_max_position_embeddings);
+  const double low_freq_wavelen = old_len / rs.low_freq_factor;
+  const double high_freq_wavelen = old_len / rs.high_freq_factor;
+  auto wavelen = 2 * std::numbers::pi / inv_freq;
+  auto scaled = at::where(wavelen > low_freq_wavelen, inv_freq / rs.factor, inv_freq);
+  auto smooth = (old_len / wavelen - rs.low_freq_factor) / (rs.high_freq_factor - rs.low_freq_factor);
+  auto smoothed = (1 - smooth) * scaled / rs.factor + smooth * scaled;
+  auto is_medium = at::logical_not(wavelen < high_freq_wavelen) & at::logical_not(wavelen > low_freq_wavelen);
+  return at::where(is_medium, smoothed, scaled);
+}
+
+// Hugging Face's _compute_yarn_parameters (frequencies): the correction range in Python
+// floats, the ramp and the blend as f32 tensor operations.
+torch::Tensor yarn_inv_freq(const ModelConfig& c) {
+  const auto& rs = c.rope_scaling;
+  const int64_t dim = c.head_dim;
+  const double base = c.rope_theta;
+  const double original = original_context(c);
+  auto correction_dim = [&](double rotations) {
+    return (static_cast<double>(dim) * std::log(original / (rotations * 2 * std::numbers::pi))) / (2 * std::log(base));
+  };
+  double low = correction_dim(rs.beta_fast), high = correction_dim(rs.beta_slow);
+  if (rs.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
   }
-  return inv_freq.to(at::kFloat);
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;
+  auto pos_freqs = at::pow(base, at::arange(0, dim, 2, at::kLong).to(at::kFloat) / static_cast<double>(dim));
+  auto extrapolation = 1.0 / pos_freqs;
+  auto interpolation = 1.0 / (rs.factor * pos_freqs);
+  auto ramp = at::clamp((at::arange(dim / 2, at::kFloat) - low) / (high - low), 0, 1);
+  auto extrapolation_factor = 1 - ramp;
+  return interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor;
+}
+
+double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+
+}  // namespace
+
+torch::Tensor rope_inv_freq(const ModelConfig& c) {
+  const auto& rs = c.rope_scaling;
+  switch (rs.kind) {
+    case RopeScaling::Kind::kNone:
+      break;
+    case RopeScaling::Kind::kLinear:
+      return (default_inv_freq(c.rope_theta, c.head_dim) / rs.factor).to(at::kFloat);
+    case RopeScaling::Kind::kDynamic: {
+      // The base fixed for the longest context the factor reaches, as the engine (and
+      // vLLM) do: see model/rope_frequencies.h for why not Hugging Face's per-forward base.
+      const double original = original_context(c);
+      const double max_position = original * rs.factor;
+      const double exponent = static_cast<double>(c.head_dim) / static_cast<double>(c.head_dim - 2);
+      const double base = c.rope_theta * std::pow(rs.factor * max_position / original - (rs.factor - 1), exponent);
+      return default_inv_freq(base, c.head_dim).to(at::kFloat);
+    }
+    case RopeScaling::Kind::kYarn:
+      return yarn_inv_freq(c).to(at::kFloat);
+    case RopeScaling::Kind::kLlama3:
+      return llama3_inv_freq(c).to(at::kFloat);
+  }
+  return default_inv_freq(c.rope_theta, c.head_dim).to(at::kFloat);
+}
+
+double rope_attention_scaling(const ModelConfig& c) {
+  const auto& rs = c.rope_scaling;
+  if (rs.kind != RopeScaling::Kind::kYarn) return 1.0;
+  if (rs.attention_factor > 0) return rs.attention_factor;
+  if (rs.mscale != 0 && rs.mscale_all_dim != 0)
+    return yarn_mscale(rs.factor, rs.mscale) / yarn_mscale(rs.factor, rs.mscale_all_dim);
+  return yarn_mscale(rs.factor, 1.0);
 }
 
 CausalLmImpl::CausalLmImpl(const ModelConfig& c) : config_(c) {
@@ -148,6 +220,7 @@ CausalLmImpl::CausalLmImpl(const ModelConfig& c) : config_(c) {
   if (!c.tie_word_embeddings)
     lm_head_ = register_module("lm_head", std::make_shared<LinearImpl>(c.hidden_size, c.vocab_size, false));
   inv_freq_ = rope_inv_freq(c);
+  attention_scaling_ = rope_attention_scaling(c);
 }
 
 void CausalLmImpl::init_weights(double std, uint64_t seed) {
@@ -194,12 +267,17 @@ torch::Tensor CausalLmImpl::run_layers(const torch::Tensor& input_ids, const tor
   // Angles float(pos) * inv_freq in f32; cos/sin in f32, then in the hidden dtype.
   auto freqs = pos.to(at::kFloat).unsqueeze(-1) * inv_freq_.view({1, 1, -1});  // [B, T, D/2]
   auto emb = at::cat({freqs, freqs}, -1);                                       // [B, T, D]
-  auto cos = emb.cos().to(h.scalar_type());
-  auto sin = emb.sin().to(h.scalar_type());
-  auto mask = at::ones({t, t}, at::kBool).triu(1);  // [T, T], true above the diagonal (future)
+  auto cos = (emb.cos() * attention_scaling_).to(h.scalar_type());
+  auto sin = (emb.sin() * attention_scaling_).to(h.scalar_type());
+  auto causal = at::ones({t, t}, at::kBool).triu(1);  // [T, T], true above the diagonal (future)
+  // [T, T]: also true where the key is W or more positions behind the query (Hugging
+  // Face's sliding-window mask keeps keys j with i - W < j <= i).
+  torch::Tensor windowed;
+  if (config_.sliding_window > 0) windowed = causal | at::ones({t, t}, at::kBool).tril(-config_.sliding_window);
 
   for (int64_t i = 0; i < static_cast<int64_t>(layers_.size()); ++i) {
-    h = layers_[i]->forward(h, cos, sin, mask);
+    const bool slides = config_.sliding_window > 0 && config_.sliding_layers.at(i);
+    h = layers_[i]->forward(h, cos, sin, slides ? windowed : causal);
     if (hidden) {
       for (int64_t l : hidden_layers)
         if (l == i) hidden->push_back(h);

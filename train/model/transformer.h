@@ -8,8 +8,10 @@
 //   "model.norm.weight", and "lm_head.weight" unless tie_word_embeddings).
 // - RMSNorm runs in f32 (x * rsqrt(mean(x^2) + eps), cast back to the input dtype, times
 //   weight); RoPE uses the rotate-half convention with angles float(pos) * inv_freq in f32
-//   (llama3 frequency scaling when configured); GQA repeats each kv head for its group of
-//   query heads; attention is causal softmax attention with softmax in f32; MLP is SwiGLU.
+//   (rope_scaling linear, dynamic, yarn or llama3 when configured; cos/sin times yarn's
+//   attention factor); GQA repeats each kv head for its group of query heads; attention is
+//   causal softmax attention with softmax in f32, and on sliding-window layers a query
+//   sees only the last W keys; MLP is SwiGLU.
 // - forward() works in f32 as is; under CPU autocast (bf16) the projections run in bf16 and
 //   the residual stream, norms and softmax stay f32, as Hugging Face does in mixed precision.
 // - Hidden states of layer l are the output of decoder layer l (0-based), before the final
@@ -104,6 +106,7 @@ class CausalLmImpl : public torch::nn::Module {
 
   ModelConfig config_;
   torch::Tensor inv_freq_;  // [head_dim / 2] f32 (buffer, not a parameter)
+  double attention_scaling_ = 1;  // multiplies cos and sin (yarn's attention factor)
   std::shared_ptr<torch::nn::Module> model_;  // "model": embed_tokens, layers, norm
   torch::Tensor embed_tokens_;                // [vocab, hidden] "model.embed_tokens.weight"
   std::vector<std::shared_ptr<DecoderLayerImpl>> layers_;
@@ -111,8 +114,13 @@ class CausalLmImpl : public torch::nn::Module {
   std::shared_ptr<LinearImpl> lm_head_;       // null when tied
 };
 
-// RoPE inverse frequencies exactly as Hugging Face computes them (f32), including the
-// llama3 rescaling. [head_dim / 2]
+// RoPE inverse frequencies as Hugging Face computes them (f32) with the config's
+// rope_scaling: linear, dynamic (its base fixed at original * factor, as the engine does),
+// yarn and llama3. [head_dim / 2]
 torch::Tensor rope_inv_freq(const ModelConfig& config);
+
+// Hugging Face's attention_scaling, which multiplies cos and sin: yarn's attention factor,
+// 1 for every other kind.
+double rope_attention_scaling(const ModelConfig& config);
 
 }  // namespace dspark::train
