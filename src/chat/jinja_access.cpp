@@ -34,9 +34,10 @@ Value missing_element(const Value& object, const Value& key) {
 // Python attribute lookup only (object attributes, methods); false when there is none.
 bool python_attribute(const Value& object, const std::string& name, Value& out) {
   if (object.is_object()) {
-    const Value* found = object.as_dict().find(name);
-    if (found) out = *found;
-    return found != nullptr;
+    if (const Value* found = object.as_dict().find(name)) {
+      out = *found;
+      return true;
+    }
   }
   if (is_safe_method(object, name)) {
     out = Value::callable(std::make_shared<BoundMethod>(object, name));

@@ -125,7 +125,8 @@ struct ConditionExpr : Expr {  // then if condition else otherwise (otherwise op
 // ---- statements ----
 
 enum class StmtKind {
-  kText, kOutput, kIf, kFor, kSet, kSetBlock, kMacro, kFilterBlock, kWith, kBreak, kContinue, kScope,
+  kText, kOutput, kIf, kFor, kSet, kSetBlock, kMacro, kCallBlock, kFilterBlock, kWith, kBreak, kContinue,
+  kScope,
 };
 
 struct Stmt {
@@ -165,8 +166,9 @@ struct ForStmt : Stmt {
   AssignTarget target;
   ExprPtr iterable;
   ExprPtr filter;  // for x in xs if filter
+  bool recursive = false;  // `for ... recursive`: loop(items) renders the loop over items, one level deeper
   Body body;
-  Body else_body;  // runs when no item was iterated
+  Body else_body;  // runs when no item was iterated (at each level of a recursive loop)
 };
 
 struct SetStmt : Stmt {
@@ -182,12 +184,26 @@ struct SetBlockStmt : Stmt {  // {% set name | filters %}body{% endset %}
   Body body;
 };
 
+// {% macro name(params) %}, and the body of a {% call %} block, which Jinja2 compiles as
+// an anonymous macro (its parameters are the call block's, its name None).
 struct MacroStmt : Stmt {
   explicit MacroStmt(int l) : Stmt(StmtKind::kMacro, l) {}
-  std::string name;
+  std::string name;  // empty for a call block's body
   std::vector<std::string> params;
   std::vector<ExprPtr> defaults;  // aligned with params; null where none
   Body body;
+  // Jinja2 gives a macro the implicit parameter `caller` only when its body (nested macros
+  // and call blocks included) uses that name before assigning it, and no parameter is
+  // named caller; a caller=... argument to any other macro is an error.
+  bool takes_caller = false;
+};
+
+// {% call(params) macro(args) %}body{% endcall %}: calls the macro with one more keyword
+// argument, caller=<the body as a macro>. The body sees the variables of the call site.
+struct CallBlockStmt : Stmt {
+  explicit CallBlockStmt(int l) : Stmt(StmtKind::kCallBlock, l), caller(l) {}
+  ExprPtr call;      // a CallExpr
+  MacroStmt caller;  // the body and its parameters; never executed as a statement
 };
 
 struct FilterBlockStmt : Stmt {  // {% filter upper %}body{% endfilter %}

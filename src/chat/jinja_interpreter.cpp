@@ -1,5 +1,8 @@
 #include "chat/jinja_interpreter.h"
 
+#include <algorithm>
+#include <memory>
+#include <optional>
 #include <utility>
 
 #include "chat/jinja_access.h"
@@ -35,6 +38,23 @@ class Scope {
 // Result of running statements: whether a break/continue is unwinding to its loop.
 enum class Flow { kNormal, kBreak, kContinue };
 
+// The frames visible at one point of the render, kept by a callable that renders there
+// later: a {% call %} block's body (run when its macro calls caller()) and a recursive
+// loop's loop(...). The scopes live on the C++ stack of the statement that took the
+// snapshot, so it is valid only while that statement runs; `alive` turns false when the
+// statement ends (see SnapshotExpiry), and a later call, from a callable stored away in a
+// namespace, is refused rather than touching dead scopes.
+struct FrameSnapshot {
+  std::vector<Scope*> frames;
+  std::shared_ptr<bool> alive;
+};
+
+// Ends a snapshot's validity when the statement that took it ends, however it ends.
+struct SnapshotExpiry {
+  ~SnapshotExpiry() { *alive = false; }
+  std::shared_ptr<bool> alive;
+};
+
 class Interpreter;
 
 // A macro as a value: calling it renders its body with the arguments bound.
@@ -47,6 +67,47 @@ class MacroCallable final : public Callable {
  private:
   const MacroStmt& macro_;
   Interpreter& interpreter_;
+};
+
+// The `caller` a {% call %} block passes to its macro: renders the block's body, with the
+// block's own parameters bound, among the variables of the call site.
+class CallerCallable final : public Callable {
+ public:
+  CallerCallable(const CallBlockStmt& block, Interpreter& interpreter, FrameSnapshot site)
+      : block_(block), interpreter_(interpreter), site_(std::move(site)) {}
+  Value call(CallArgs args) const override;
+  std::string name() const override { return "caller"; }
+
+ private:
+  const CallBlockStmt& block_;
+  Interpreter& interpreter_;
+  FrameSnapshot site_;  // the frames around the call block
+};
+
+// loop(items) in a recursive for loop: the loop over `items`, one level deeper than the
+// level whose `loop` this is, rendered to a string.
+class RecursiveLoopCallable final : public Callable {
+ public:
+  RecursiveLoopCallable(const ForStmt& loop, Interpreter& interpreter, FrameSnapshot site, int depth0)
+      : loop_(loop), interpreter_(interpreter), site_(std::move(site)), depth0_(depth0) {}
+  Value call(CallArgs args) const override;
+  std::string name() const override { return "loop"; }
+
+ private:
+  const ForStmt& loop_;
+  Interpreter& interpreter_;
+  FrameSnapshot site_;  // the frames around the for statement (every level renders among them)
+  int depth0_;
+};
+
+// What the iterations of one level of a for loop share: loop.cycle and loop.changed keep
+// state across iterations, and loop(...) is the same callable in each.
+struct LoopLevel {
+  int depth0 = 0;
+  std::shared_ptr<int64_t> index0 = std::make_shared<int64_t>(0);
+  Value cycle;
+  Value changed;
+  std::shared_ptr<const Callable> recurse;  // loop(...): recursion, or an error if not recursive
 };
 
 class Interpreter {
@@ -66,48 +127,94 @@ class Interpreter {
     return out;
   }
 
-  Value call_macro(const MacroStmt& macro, CallArgs args) {
-    if (call_depth_ >= limits_.max_call_depth)
-      throw ValueError("maximum recursion depth exceeded: more than " + std::to_string(limits_.max_call_depth) +
-                       " nested macro calls");
-    if (args.positional.size() > macro.params.size())
-      throw ValueError("macro '" + macro.name + "' takes not more than " + std::to_string(macro.params.size()) +
-                       " argument(s)");
+  // A macro's body sees the root scope and its own parameters, not its caller's locals.
+  Value call_macro(const MacroStmt& macro, const CallArgs& args) { return render_macro(macro, args, {&root_}); }
+
+  // Renders a macro's body with `args` bound, among the frames `outer` (a call block's body
+  // renders among the frames of its call site).
+  Value render_macro(const MacroStmt& macro, const CallArgs& args, std::vector<Scope*> outer) {
     Scope local;
-    std::vector<const Value*> given(macro.params.size(), nullptr);
-    for (size_t i = 0; i < args.positional.size(); ++i) given[i] = &args.positional[i];
-    for (const auto& [key, value] : args.keyword) {
-      size_t i = 0;
-      while (i < macro.params.size() && macro.params[i] != key) ++i;
-      if (i == macro.params.size()) throw ValueError("macro '" + macro.name + "' takes no keyword argument '" + key + "'");
-      given[i] = &value;
-    }
-    // The body sees the root scope and its own parameters only.
-    std::vector<Scope*> saved_frames = std::exchange(frames_, {&root_, &local});
-    std::string output;
-    std::string* saved_out = std::exchange(out_, &output);
-    ++call_depth_;
-    struct Restore {
-      Interpreter& self;
-      std::vector<Scope*>& frames;
-      std::string* out;
-      ~Restore() {
-        self.frames_ = std::move(frames);
-        self.out_ = out;
-        --self.call_depth_;
-      }
-    } restore{*this, saved_frames, saved_out};
+    outer.push_back(&local);
+    CallFrame frame(*this, std::move(outer), "macro calls");
+    MacroArguments given = match_arguments(macro, args);
     for (size_t i = 0; i < macro.params.size(); ++i) {
-      if (given[i]) local.set(macro.params[i], *given[i]);
+      if (given.params[i]) local.set(macro.params[i], *given.params[i]);
       else if (macro.defaults[i]) local.set(macro.params[i], eval(*macro.defaults[i]));
       else local.set(macro.params[i], Value::undefined("parameter '" + macro.params[i] + "' was not provided"));
     }
+    if (macro.takes_caller)
+      local.set("caller", given.caller && !given.caller->is_none() ? *given.caller : Value::undefined("No caller defined"));
     exec_body(macro.body);
-    return Value(std::move(output));
+    return Value(std::move(frame.output));
+  }
+
+  // loop(items): the level at depth0 of a recursive loop, over `items`, among the frames
+  // the for statement started with.
+  Value render_loop_level(const ForStmt& stmt, List items, int depth0, const FrameSnapshot& site) {
+    CallFrame frame(*this, site.frames, "recursive loop calls");
+    run_loop(stmt, std::move(items), depth0, &site);
+    return Value(std::move(frame.output));
   }
 
  private:
-  friend class MacroCallable;
+  // A macro call or a recursive loop level: counts the call depth, and swaps in the frames
+  // the body sees and an output of its own; the destructor restores the caller's.
+  struct CallFrame {
+    CallFrame(Interpreter& self, std::vector<Scope*> frames, const char* what) : self(self) {
+      if (self.call_depth_ >= self.limits_.max_call_depth)
+        throw ValueError("maximum recursion depth exceeded: more than " + std::to_string(self.limits_.max_call_depth) +
+                         " nested " + what);
+      saved_frames = std::exchange(self.frames_, std::move(frames));
+      saved_out = std::exchange(self.out_, &output);
+      ++self.call_depth_;
+    }
+    ~CallFrame() {
+      self.frames_ = std::move(saved_frames);
+      self.out_ = saved_out;
+      --self.call_depth_;
+    }
+    Interpreter& self;
+    std::vector<Scope*> saved_frames;
+    std::string* saved_out = nullptr;
+    std::string output;
+  };
+
+  // A macro call's arguments matched to its parameters as Jinja2's Macro.__call__ does:
+  // positional ones first, keywords by name for the parameters left, then caller=... for
+  // the implicit `caller`. Null where nothing was passed. Throws what Jinja2 raises for
+  // the arguments left over.
+  struct MacroArguments {
+    std::vector<const Value*> params;
+    const Value* caller = nullptr;
+  };
+
+  static MacroArguments match_arguments(const MacroStmt& macro, const CallArgs& args) {
+    const size_t count = macro.params.size();
+    std::vector<bool> taken(args.keyword.size(), false);
+    auto take_keyword = [&](const std::string& name) -> const Value* {
+      for (size_t k = 0; k < args.keyword.size(); ++k) {
+        if (taken[k] || args.keyword[k].first != name) continue;
+        taken[k] = true;
+        return &args.keyword[k].second;
+      }
+      return nullptr;
+    };
+    MacroArguments given;
+    given.params.assign(count, nullptr);
+    const size_t positional = std::min(count, args.positional.size());
+    for (size_t i = 0; i < positional; ++i) given.params[i] = &args.positional[i];
+    for (size_t i = positional; i < count; ++i) given.params[i] = take_keyword(macro.params[i]);
+    if (macro.takes_caller) given.caller = take_keyword("caller");
+
+    const std::string label = macro.name.empty() ? "macro None" : "macro '" + macro.name + "'";
+    if (take_keyword("caller"))
+      throw ValueError(label + " was invoked with two values for the special caller argument. This is most likely a bug.");
+    for (size_t k = 0; k < args.keyword.size(); ++k)
+      if (!taken[k]) throw ValueError(label + " takes no keyword argument '" + args.keyword[k].first + "'");
+    if (args.positional.size() > count)
+      throw ValueError(label + " takes not more than " + std::to_string(count) + " argument(s)");
+    return given;
+  }
 
   [[noreturn]] void fail(int line, const std::string& what) const {
     throw TemplateRuntimeError(name_ + ":" + std::to_string(line) + ": " + what);
@@ -165,6 +272,7 @@ class Interpreter {
         frames_.back()->set(macro.name, Value::callable(std::make_shared<MacroCallable>(macro, *this)));
         return Flow::kNormal;
       }
+      case StmtKind::kCallBlock: return exec_call_block(static_cast<const CallBlockStmt&>(stmt));
       case StmtKind::kFilterBlock: {
         const auto& block = static_cast<const FilterBlockStmt&>(stmt);
         write(apply_filter_chain(*block.filter, Value(capture(block.body))).str(), stmt.line);
@@ -185,6 +293,28 @@ class Interpreter {
       case StmtKind::kBreak: return Flow::kBreak;
       case StmtKind::kContinue: return Flow::kContinue;
     }
+    return Flow::kNormal;
+  }
+
+  // Calls the block's macro with caller=<the body>. The body sees the frames around the
+  // block, which stay alive until it ends.
+  Flow exec_call_block(const CallBlockStmt& block) {
+    // One more level: a call block nests a whole macro call in one statement, about twice
+    // the stack of the statement + expression levels that {{ m() }} counts.
+    DepthGuard call_level(*this, block.line);
+    const auto& call = static_cast<const CallExpr&>(*block.call);
+    Value callee = eval(*call.callee);
+    CallArgs args = eval_args(call.args);
+    FrameSnapshot site{frames_, std::make_shared<bool>(true)};
+    SnapshotExpiry expiry{site.alive};
+    args.keyword.emplace_back("caller", Value::callable(std::make_shared<CallerCallable>(block, *this, site)));
+    Value result;
+    try {
+      result = call_value(callee, std::move(args));
+    } catch (const ValueError& e) {
+      fail(block.line, e.what());
+    }
+    write(result.str(), block.line);
     return Flow::kNormal;
   }
 
@@ -216,34 +346,30 @@ class Interpreter {
     } catch (const ValueError& e) {
       fail(stmt.iterable->line, e.what());
     }
-    if (stmt.filter) {  // "for x in xs if cond": the filter sees the loop variables, not `loop`
-      List kept;
-      for (Value& item : items) {
-        Scope scope;
-        frames_.push_back(&scope);
-        assign(stmt.target, item, stmt.line);
-        bool keep = eval(*stmt.filter).truthy();
-        frames_.pop_back();
-        if (keep) kept.push_back(std::move(item));
-      }
-      items = std::move(kept);
-    }
+    if (!stmt.recursive) return run_loop(stmt, std::move(items), 0, nullptr);
+    // Every level of a recursive loop renders among the frames the statement started with.
+    FrameSnapshot site{frames_, std::make_shared<bool>(true)};
+    SnapshotExpiry expiry{site.alive};
+    return run_loop(stmt, std::move(items), 0, &site);
+  }
+
+  // One level of a for loop (the only one unless it is recursive): the filter, then the
+  // body once per item, or the else body if no item is left. `site` is null unless the
+  // loop is recursive.
+  Flow run_loop(const ForStmt& stmt, List items, int depth0, const FrameSnapshot* site) {
+    if (stmt.filter) items = filter_items(stmt, std::move(items));
     if (items.empty()) return exec_body(stmt.else_body);
 
+    LoopLevel level = new_loop_level(stmt, depth0, site);
     const int64_t length = static_cast<int64_t>(items.size());
-    auto index0 = std::make_shared<int64_t>(0);
-    Value cycle = Value::callable(std::make_shared<FunctionCallable>("loop.cycle", [index0](CallArgs args) {
-      if (args.positional.empty()) throw ValueError("no items for cycling given");
-      return args.positional[static_cast<size_t>(*index0) % args.positional.size()];
-    }));
     for (int64_t i = 0; i < length; ++i) {
       if (++iterations_ > limits_.max_loop_iterations)
         fail(stmt.line, "more than " + std::to_string(limits_.max_loop_iterations) + " loop iterations");
-      *index0 = i;
+      *level.index0 = i;
       Scope scope;  // fresh per iteration: a set inside the body does not survive it
       frames_.push_back(&scope);
       assign(stmt.target, items[static_cast<size_t>(i)], stmt.line);
-      scope.set("loop", loop_object(items, i, cycle));
+      scope.set("loop", loop_object(items, i, level));
       Flow flow = exec_body(stmt.body);  // an exception ends the whole render: no unwinding needed
       frames_.pop_back();
       if (flow == Flow::kBreak) break;
@@ -251,7 +377,54 @@ class Interpreter {
     return Flow::kNormal;
   }
 
-  static Value loop_object(const List& items, int64_t i, const Value& cycle) {
+  // "for x in xs if cond": the filter sees the loop variables, not `loop`.
+  List filter_items(const ForStmt& stmt, List items) {
+    List kept;
+    for (Value& item : items) {
+      Scope scope;
+      frames_.push_back(&scope);
+      assign(stmt.target, item, stmt.line);
+      bool keep = eval(*stmt.filter).truthy();
+      frames_.pop_back();
+      if (keep) kept.push_back(std::move(item));
+    }
+    return kept;
+  }
+
+  LoopLevel new_loop_level(const ForStmt& stmt, int depth0, const FrameSnapshot* site) {
+    LoopLevel level;
+    level.depth0 = depth0;
+    auto index0 = level.index0;
+    level.cycle = Value::callable(std::make_shared<FunctionCallable>("loop.cycle", [index0](CallArgs args) {
+      if (args.positional.empty()) throw ValueError("no items for cycling given");
+      return args.positional[static_cast<size_t>(*index0) % args.positional.size()];
+    }));
+    // loop.changed(*values): true on the first call, then whenever the values differ from
+    // those of the previous call (of this level).
+    auto previous = std::make_shared<std::optional<Value>>();
+    level.changed = Value::callable(std::make_shared<FunctionCallable>("loop.changed", [previous](CallArgs args) {
+      if (!args.keyword.empty())
+        throw ValueError("LoopContext.changed() got an unexpected keyword argument '" + args.keyword[0].first + "'");
+      Value values = Value::list(std::move(args.positional), /*is_tuple=*/true);
+      if (*previous && (*previous)->equals(values)) return Value(false);
+      *previous = std::move(values);
+      return Value(true);
+    }));
+    if (site) level.recurse = std::make_shared<RecursiveLoopCallable>(stmt, *this, *site, depth0);
+    else level.recurse = not_recursive();
+    return level;
+  }
+
+  // loop(...) in a loop not marked recursive: Jinja2's loop is callable, but refuses.
+  static std::shared_ptr<const Callable> not_recursive() {
+    static const auto* fn = new std::shared_ptr<const Callable>(
+        std::make_shared<FunctionCallable>("loop", [](CallArgs) -> Value {
+          throw ValueError("The loop must have the 'recursive' marker to be called recursively.");
+        }));
+    return *fn;
+  }
+
+  static Value loop_object(const List& items, int64_t i, const LoopLevel& level) {
     const int64_t length = static_cast<int64_t>(items.size());
     Dict loop;
     loop.set(Value("index"), Value(i + 1));
@@ -261,12 +434,13 @@ class Interpreter {
     loop.set(Value("first"), Value(i == 0));
     loop.set(Value("last"), Value(i == length - 1));
     loop.set(Value("length"), Value(length));
-    loop.set(Value("depth"), Value(1));
-    loop.set(Value("depth0"), Value(0));
+    loop.set(Value("depth"), Value(level.depth0 + 1));
+    loop.set(Value("depth0"), Value(level.depth0));
     loop.set(Value("previtem"), i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
     loop.set(Value("nextitem"), i + 1 < length ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
-    loop.set(Value("cycle"), cycle);
-    return Value::object(std::move(loop), "jinja2.runtime.LoopContext");
+    loop.set(Value("cycle"), level.cycle);
+    loop.set(Value("changed"), level.changed);
+    return Value::object(std::move(loop), "jinja2.runtime.LoopContext", level.recurse);
   }
 
   void assign(const AssignTarget& target, const Value& value, int line) {
@@ -286,7 +460,7 @@ class Interpreter {
     }
     if (!target.attribute.empty()) {  // ns.attr = value
       Value object = lookup(target.name);
-      if (!object.is_object()) fail(line, "cannot assign attribute on non-namespace object");
+      if (!object.is_namespace()) fail(line, "cannot assign attribute on non-namespace object");
       object.object_attributes().set(Value(target.attribute), value);
       return;
     }
@@ -488,7 +662,37 @@ class Interpreter {
   int64_t iterations_ = 0;
 };
 
-Value MacroCallable::call(CallArgs args) const { return interpreter_.call_macro(macro_, std::move(args)); }
+Value MacroCallable::call(CallArgs args) const { return interpreter_.call_macro(macro_, args); }
+
+Value CallerCallable::call(CallArgs args) const {
+  if (!*site_.alive)
+    throw ValueError("caller() of the call block on line " + std::to_string(block_.line) +
+                     " was called after that block ended: a caller cannot be kept for later");
+  return interpreter_.render_macro(block_.caller, args, site_.frames);
+}
+
+// Python's binding of LoopContext.__call__(self, iterable), with its messages.
+const Value& loop_call_iterable(const CallArgs& args) {
+  const std::string function = "LoopContext.__call__()";
+  for (const auto& [key, value] : args.keyword)
+    if (key != "iterable") throw ValueError(function + " got an unexpected keyword argument '" + key + "'");
+  if (args.positional.size() > 1)
+    throw ValueError(function + " takes 2 positional arguments but " + std::to_string(args.positional.size() + 1) +
+                     " were given");
+  if (!args.positional.empty() && !args.keyword.empty())
+    throw ValueError(function + " got multiple values for argument 'iterable'");
+  if (!args.positional.empty()) return args.positional[0];
+  if (!args.keyword.empty()) return args.keyword[0].second;
+  throw ValueError(function + " missing 1 required positional argument: 'iterable'");
+}
+
+Value RecursiveLoopCallable::call(CallArgs args) const {
+  if (!*site_.alive)
+    throw ValueError("loop() of the recursive for loop on line " + std::to_string(loop_.line) +
+                     " was called after that loop ended: a loop cannot be kept for later");
+  List items = loop_call_iterable(args).iterate();
+  return interpreter_.render_loop_level(loop_, std::move(items), depth0_ + 1, site_);
+}
 
 }  // namespace
 

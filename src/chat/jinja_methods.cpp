@@ -1,4 +1,5 @@
-// Methods of str, dict and list that templates call: s.strip(), d.items(), l.index(x).
+// Methods of str, dict and list that templates call: s.strip(), d.items(), l.index(x);
+// and those of a cycler (jinja_globals.cpp).
 // Case mapping covers the scripts jinja_unicode.h lists.
 #include <algorithm>
 #include <array>
@@ -6,6 +7,7 @@
 #include "chat/jinja_access.h"
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_error.h"
+#include "chat/jinja_globals.h"
 #include "chat/jinja_unicode.h"
 
 namespace dspark::jinja {
@@ -289,6 +291,7 @@ bool is_safe_method(const Value& receiver, std::string_view name) {
   if (receiver.is_string()) return contains(kStringMethods, name);
   if (receiver.is_dict()) return contains(kDictMethods, name);
   if (receiver.is_list()) return contains(kListMethods, name);
+  if (is_cycler(receiver)) return name == "next" || name == "reset";
   return false;
 }
 
@@ -302,6 +305,7 @@ Value call_method(const Value& receiver, const std::string& name, const CallArgs
   if (receiver.is_string()) return string_method(receiver.as_string(), name, args);
   if (receiver.is_dict()) return dict_method(receiver, name, args);
   if (receiver.is_list()) return list_method(receiver, name, args);
+  if (is_cycler(receiver)) return cycler_method(receiver, name, args);
   throw ValueError("'" + receiver.type_name() + "' object has no attribute '" + name + "'");
 }
 

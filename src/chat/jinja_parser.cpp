@@ -136,6 +136,7 @@ class Parser {
     if (name == "for") return parse_for(line);
     if (name == "set") return parse_set(line);
     if (name == "macro") return parse_macro(line);
+    if (name == "call") return parse_call_block(line);
     if (name == "filter") return parse_filter_block(line);
     if (name == "with") return parse_with(line);
     if (name == "generation") {
@@ -150,6 +151,10 @@ class Parser {
       expect_block_end();
       return std::make_unique<LoopControlStmt>(line, name == "break" ? StmtKind::kBreak : StmtKind::kContinue);
     }
+    if (name == "include" || name == "import" || name == "from" || name == "extends" || name == "block")
+      fail_at(line, "Encountered unsupported tag '" + name +
+                        "': chat templates are rendered without a template loader, so a template cannot include, "
+                        "import or extend another");
     std::string message = "Encountered unknown tag '" + name + "'.";
     if (end_tags.size() != 0)
       message += " Jinja was looking for the following tags: " + tag_list(end_tags) +
@@ -193,7 +198,7 @@ class Parser {
     if (!skip_name("in")) fail("expected 'in', got '" + describe(current()) + "'");
     stmt->iterable = parse_tuple(false, false, /*with_condexpr=*/false);
     if (skip_name("if")) stmt->filter = parse_expression();
-    if (skip_name("recursive")) fail_at(line, "recursive for loops are not supported");
+    stmt->recursive = skip_name("recursive");
     expect_block_end();
     ++loop_depth_;
     stmt->body = parse_body({"endfor", "else"}, "for");
@@ -228,21 +233,65 @@ class Parser {
   StmtPtr parse_macro(int line) {
     auto stmt = std::make_unique<MacroStmt>(line);
     stmt->name = expect_name();
+    parse_signature(*stmt);
+    parse_macro_body(*stmt, "endmacro", "macro");
+    return stmt;
+  }
+
+  // {% call[(params)] callee(args) %}body{% endcall %}
+  StmtPtr parse_call_block(int line) {
+    auto stmt = std::make_unique<CallBlockStmt>(line);
+    if (is_op("(")) parse_signature(stmt->caller);
+    stmt->call = parse_expression();
+    if (stmt->call->kind != ExprKind::kCall) fail_at(line, "expected call");
+    for (const auto& [key, value] : static_cast<const CallExpr&>(*stmt->call).args.keyword)
+      if (key == "caller") fail_at(line, "keyword argument repeated: caller");  // the block is the caller
+    parse_macro_body(stmt->caller, "endcall", "call");
+    return stmt;
+  }
+
+  // (a, b=default, ...) of a macro or call block.
+  void parse_signature(MacroStmt& macro) {
     expect_op("(");
     while (!skip_op(")")) {
-      if (!stmt->params.empty()) expect_op(",");
-      if (skip_op(")")) break;
-      stmt->params.push_back(expect_name());
-      stmt->defaults.push_back(skip_op("=") ? parse_expression() : nullptr);
-      if (!stmt->defaults.back() && stmt->defaults.size() > 1 && stmt->defaults[stmt->defaults.size() - 2])
+      if (!macro.params.empty()) expect_op(",");
+      std::string param = expect_name();
+      if (std::find(macro.params.begin(), macro.params.end(), param) != macro.params.end())
+        fail("duplicate argument '" + param + "' in function definition");
+      macro.params.push_back(std::move(param));
+      note_name(macro.params.back(), /*load=*/false);
+      macro.defaults.push_back(skip_op("=") ? parse_expression() : nullptr);
+      if (!macro.defaults.back() && macro.defaults.size() > 1 && macro.defaults[macro.defaults.size() - 2])
         fail("non-default argument follows default argument");
     }
+  }
+
+  // From the end of the opening tag through the end tag; also settles takes_caller.
+  void parse_macro_body(MacroStmt& macro, const char* end_tag, const char* block) {
     expect_block_end();
-    int saved_loop_depth = std::exchange(loop_depth_, 0);
-    stmt->body = parse_body({"endmacro"}, "macro");
+    int saved_loop_depth = std::exchange(loop_depth_, 0);  // break/continue cannot leave a macro
+    caller_uses_.push_back(NameUse::kUnseen);
+    macro.body = parse_body({end_tag}, block);
+    const bool uses_caller = caller_uses_.back() == NameUse::kLoaded;
+    caller_uses_.pop_back();
     loop_depth_ = saved_loop_depth;
     end_block();
-    return stmt;
+    if (!uses_caller) return;
+    auto param = std::find(macro.params.begin(), macro.params.end(), "caller");
+    if (param == macro.params.end()) macro.takes_caller = true;
+    else if (!macro.defaults[static_cast<size_t>(param - macro.params.begin())])
+      fail_at(macro.line,
+              "When defining macros or call blocks the special \"caller\" argument must be omitted or be given a "
+              "default.");
+  }
+
+  // Jinja2 decides whether a macro takes `caller` by the first mention of the name in its
+  // body: a use (load) or an assignment. A mention counts for every enclosing macro body
+  // still undecided, since Jinja2's scan descends into nested macros and call blocks.
+  void note_name(const std::string& name, bool load) {
+    if (name != "caller") return;
+    for (NameUse& use : caller_uses_)
+      if (use == NameUse::kUnseen) use = load ? NameUse::kLoaded : NameUse::kAssigned;
   }
 
   StmtPtr parse_filter_block(int line) {
@@ -280,6 +329,7 @@ class Parser {
       } else {
         element.name = expect_name();
         if (with_namespace && skip_op(".")) element.attribute = expect_name();
+        else note_name(element.name, /*load=*/false);
       }
       elements.push_back(std::move(element));
       if (!skip_op(",")) break;
@@ -458,6 +508,7 @@ class Parser {
         if (t.text == "true" || t.text == "True") return std::make_unique<LiteralExpr>(line, Value(true));
         if (t.text == "false" || t.text == "False") return std::make_unique<LiteralExpr>(line, Value(false));
         if (t.text == "none" || t.text == "None") return std::make_unique<LiteralExpr>(line, Value::none());
+        note_name(t.text, /*load=*/true);
         return std::make_unique<NameExpr>(line, t.text);
       }
       case TokenType::kString: {
@@ -670,6 +721,8 @@ class Parser {
   int loop_depth_ = 0;
   int conditional_depth_ = 0;
   std::vector<std::pair<std::string, int>> unknown_names_;  // unconditional unknown filters/tests
+  enum class NameUse { kUnseen, kLoaded, kAssigned };
+  std::vector<NameUse> caller_uses_;  // one per macro / call block body being parsed, innermost last
 };
 
 }  // namespace

@@ -48,13 +48,20 @@ Value Value::callable(std::shared_ptr<const Callable> fn) {
   return v;
 }
 
-Value Value::object(Dict attributes, std::string type_name) {
+Value Value::object(Dict attributes, std::string type_name, std::shared_ptr<const Callable> call) {
+  return object(std::make_shared<Dict>(std::move(attributes)), std::move(type_name), std::move(call));
+}
+
+Value Value::object(std::shared_ptr<Dict> attributes, std::string type_name, std::shared_ptr<const Callable> call) {
   Value v;
   v.kind_ = Kind::kNamespace;
-  v.dict_ = std::make_shared<Dict>(std::move(attributes));
+  v.dict_ = std::move(attributes);
   v.string_ = std::make_shared<const std::string>(std::move(type_name));
+  v.callable_ = std::move(call);
   return v;
 }
+
+bool Value::is_namespace() const { return kind_ == Kind::kNamespace && *string_ == "jinja2.utils.Namespace"; }
 
 Value Value::from_json(const nlohmann::ordered_json& json) {
   using Type = nlohmann::ordered_json::value_t;

@@ -1,11 +1,13 @@
 // Value: what a Jinja expression evaluates to, modelled on the Python objects Jinja2 sees
 // when Hugging Face renders a chat template from JSON data: Undefined, None, bool, int,
 // float, str, list/tuple, dict (insertion-ordered), callables (macros, builtin functions,
-// bound methods such as "s.strip") and namespace objects (namespace() and loop).
+// bound methods such as "s.strip") and objects (namespace(), loop, cycler(), joiner());
+// an object may be callable too (loop(...) of a recursive loop, a joiner).
 //
 // Copying a Value is cheap: strings, lists, dicts and objects are shared. Lists and dicts
-// are never mutated once built (the sandbox is immutable); a namespace is the one mutable
-// object, and its mutation is visible through every copy, as in Python.
+// are never mutated once built (the sandbox is immutable); objects are the mutable values
+// (a namespace by {% set ns.x %}, a cycler by its methods), and a mutation is visible
+// through every copy, as in Python.
 //
 // Semantics follow Python: truthiness (empty containers, 0, "" and None are false), ==
 // across int/float/bool, ordering, str() and repr() (True/None, float repr, quoted strings
@@ -78,8 +80,12 @@ class Value {
   static Value list(List items, bool is_tuple = false);
   static Value dict(Dict entries);
   static Value callable(std::shared_ptr<const Callable> fn);
-  // A mutable attribute bag: namespace(...) and the for-loop's `loop`.
-  static Value object(Dict attributes, std::string type_name);
+  // A mutable attribute bag: namespace(...), the for-loop's `loop`, cycler(...). With
+  // `call`, the object can also be called (loop(...), a joiner). The shared_ptr form lets
+  // `call` keep the attributes it updates (Python's self).
+  static Value object(Dict attributes, std::string type_name, std::shared_ptr<const Callable> call = nullptr);
+  static Value object(std::shared_ptr<Dict> attributes, std::string type_name,
+                      std::shared_ptr<const Callable> call = nullptr);
   static Value from_json(const nlohmann::ordered_json& json);
 
   Kind kind() const { return kind_; }
@@ -93,8 +99,9 @@ class Value {
   bool is_list() const { return kind_ == Kind::kList; }  // list or tuple
   bool is_tuple() const { return kind_ == Kind::kList && is_tuple_; }
   bool is_dict() const { return kind_ == Kind::kDict; }
-  bool is_callable() const { return kind_ == Kind::kCallable; }
+  bool is_callable() const { return callable_ != nullptr; }  // a callable, or a callable object
   bool is_object() const { return kind_ == Kind::kNamespace; }
+  bool is_namespace() const;  // an object made by namespace(): the only one {% set x.a %} may change
 
   bool as_bool() const { return int_ != 0; }
   int64_t as_int() const { return int_; }            // int or bool
@@ -103,7 +110,7 @@ class Value {
   const List& as_list() const { return *list_; }
   const Dict& as_dict() const { return *dict_; }     // dict or object attributes
   Dict& object_attributes() const { return *dict_; }  // object only: mutable
-  const Callable& as_callable() const { return *callable_; }
+  const Callable& as_callable() const { return *callable_; }  // is_callable() only
   const std::string& undefined_message() const;
 
   // Python semantics.
@@ -131,7 +138,7 @@ class Value {
   std::shared_ptr<const std::string> string_;  // string text, undefined message, object type name
   std::shared_ptr<const List> list_;
   std::shared_ptr<Dict> dict_;
-  std::shared_ptr<const Callable> callable_;
+  std::shared_ptr<const Callable> callable_;  // callable, or the call of a callable object
 };
 
 // An insertion-ordered mapping; keys are usually strings. Lookup is linear: chat template

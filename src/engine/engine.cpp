@@ -291,6 +291,7 @@ void Engine::commit_step(std::span<const ScheduledRequest> scheduled, std::vecto
       c.hidden = runner_.hidden(i);
       c.layer_stride = runner_.result().hidden_stride;
       c.hidden_size = model_.config().hidden_size;
+      c.tokens = r.tokens;
       committed_.push_back(c);
     }
   }
@@ -323,6 +324,7 @@ void Engine::show_cached_prefix(Request& r) {
   if (r.num_unobserved == 0) return;
   for (int64_t b = 0; b < r.num_unobserved / scheduler_.block_size(); ++b) {
     committed_.push_back(runner_.captured_states()->block(r.slot, r.blocks, b));
+    committed_.back().tokens = r.tokens;
   }
   r.num_unobserved = 0;
 }

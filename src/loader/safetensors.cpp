@@ -84,6 +84,12 @@ std::string_view safetensors_dtype_tag(DType dtype) {
   DSPARK_FAIL("no safetensors dtype for {}", dtype_name(dtype));
 }
 
+size_t safetensors_tag_size(std::string_view tag) {
+  const DTypeTag* entry = find_dtype_tag(tag);
+  DSPARK_CHECK(entry, "'{}' is not a safetensors dtype", tag);
+  return entry->size;
+}
+
 int64_t TensorInfo::num_elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

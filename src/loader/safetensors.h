@@ -86,13 +86,19 @@ class WeightStore {
 std::string format_shape(std::span<const int64_t> shape);
 // The header's name of a dtype: "F32", "BF16", "F16", "F8_E4M3", "I8".
 std::string_view safetensors_dtype_tag(DType dtype);
+// Bytes per element of any safetensors dtype tag ("I64": 8, "BOOL": 1, ...); throws for a
+// tag that is not a safetensors dtype.
+size_t safetensors_tag_size(std::string_view tag);
 
-// One tensor to write: raw little-endian bytes of the given dtype and shape.
+// One tensor to write: raw little-endian bytes of the given dtype and shape. dtype_tag,
+// when non-empty, names a stored-only dtype the engine does not compute in ("I64", "BOOL":
+// index buffers such as an EAGLE-3 drafter's d2t / t2d) and replaces dtype.
 struct TensorToWrite {
   std::string name;
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   std::vector<std::byte> bytes;
+  std::string dtype_tag{};
 };
 
 TensorToWrite make_f32_tensor(std::string name, std::vector<int64_t> shape, std::span<const float> values);
@@ -100,6 +106,9 @@ TensorToWrite make_f32_tensor(std::string name, std::vector<int64_t> shape, std:
 TensorToWrite make_bf16_tensor(std::string name, std::vector<int64_t> shape, std::span<const float> values);
 TensorToWrite make_f16_tensor(std::string name, std::vector<int64_t> shape, std::span<const float> values);
 TensorToWrite make_i8_tensor(std::string name, std::vector<int64_t> shape, std::span<const int8_t> values);
+// Stored-only dtypes: I64, and BOOL (one byte per element, values must be 0 or 1).
+TensorToWrite make_i64_tensor(std::string name, std::vector<int64_t> shape, std::span<const int64_t> values);
+TensorToWrite make_bool_tensor(std::string name, std::vector<int64_t> shape, std::span<const uint8_t> values);
 
 // Writes atomically (temp file + rename). Tensors are laid out in the order given, back to
 // back (the format allows no holes); the header is padded with spaces to a multiple of 8

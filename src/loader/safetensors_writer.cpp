@@ -117,6 +117,28 @@ TensorToWrite make_i8_tensor(std::string name, std::vector<int64_t> shape, std::
   return t;
 }
 
+TensorToWrite make_i64_tensor(std::string name, std::vector<int64_t> shape, std::span<const int64_t> values) {
+  const int64_t n = checked_num_elements(name, shape);
+  DSPARK_CHECK(static_cast<int64_t>(values.size()) == n, "tensor '{}': {} values given for shape {} ({} elements)",
+               name, values.size(), format_shape(shape), n);
+  TensorToWrite t{std::move(name), DType::kF32, std::move(shape), {}, "I64"};
+  t.bytes.resize(values.size() * sizeof(int64_t));
+  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());  // little-endian, as the format
+  return t;
+}
+
+TensorToWrite make_bool_tensor(std::string name, std::vector<int64_t> shape, std::span<const uint8_t> values) {
+  const int64_t n = checked_num_elements(name, shape);
+  DSPARK_CHECK(static_cast<int64_t>(values.size()) == n, "tensor '{}': {} values given for shape {} ({} elements)",
+               name, values.size(), format_shape(shape), n);
+  for (size_t i = 0; i < values.size(); ++i)
+    DSPARK_CHECK(values[i] <= 1, "tensor '{}': BOOL element {} is {}, not 0 or 1", name, i, values[i]);
+  TensorToWrite t{std::move(name), DType::kF32, std::move(shape), {}, "BOOL"};
+  t.bytes.resize(values.size());
+  std::memcpy(t.bytes.data(), values.data(), values.size());
+  return t;
+}
+
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   const std::string file = path.string();
@@ -128,11 +150,13 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
                  "{}: invalid tensor name '{}'", file, t.name);
     DSPARK_CHECK(seen.insert(t.name).second, "{}: tensor '{}' appears twice", file, t.name);
     const int64_t n = checked_num_elements(t.name, t.shape);
-    const uint64_t expected = static_cast<uint64_t>(n) * dtype_size(t.dtype);
+    const std::string tag(t.dtype_tag.empty() ? safetensors_dtype_tag(t.dtype) : t.dtype_tag);
+    const size_t element_size = t.dtype_tag.empty() ? dtype_size(t.dtype) : safetensors_tag_size(t.dtype_tag);
+    const uint64_t expected = static_cast<uint64_t>(n) * element_size;
     DSPARK_CHECK(t.bytes.size() == expected,
                  "{}: tensor '{}' has {} bytes, but shape {} of {} needs {}", file, t.name,
-                 t.bytes.size(), format_shape(t.shape), safetensors_dtype_tag(t.dtype), expected);
-    header[t.name] = {{"dtype", std::string(safetensors_dtype_tag(t.dtype))},
+                 t.bytes.size(), format_shape(t.shape), tag, expected);
+    header[t.name] = {{"dtype", tag},
                       {"shape", t.shape},
                       {"data_offsets", {offset, offset + expected}}};
     offset += expected;

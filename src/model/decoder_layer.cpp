@@ -32,7 +32,7 @@ DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, int64
 }
 
 DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, const std::string& prefix,
-                           const LinearOptions& linear_options, int64_t window)
+                           const LinearOptions& linear_options, int64_t window, int64_t attention_input_size)
     : hidden_(c.hidden_size),
       num_heads_(c.num_attention_heads),
       num_kv_heads_(c.num_key_value_heads),
@@ -43,8 +43,9 @@ DecoderLayer::DecoderLayer(const ModelConfig& c, const WeightStore& store, const
       input_norm_(load_vector(store, prefix + "input_layernorm.weight", c.hidden_size)),
       post_norm_(load_vector(store, prefix + "post_attention_layernorm.weight", c.hidden_size)),
       qkv_(load_fused_linear(store, {prefix + "self_attn.q_proj", prefix + "self_attn.k_proj", prefix + "self_attn.v_proj"},
-                             {num_heads_ * head_dim_, num_kv_heads_ * head_dim_, num_kv_heads_ * head_dim_}, hidden_,
-                             c.attention_bias, linear_options)),
+                             {num_heads_ * head_dim_, num_kv_heads_ * head_dim_, num_kv_heads_ * head_dim_},
+                             attention_input_size > 0 ? attention_input_size : hidden_, c.attention_bias,
+                             linear_options)),
       o_(load_fused_linear(store, {prefix + "self_attn.o_proj"}, {hidden_}, num_heads_ * head_dim_,
                            c.attention_output_bias, linear_options)),
       gate_up_(load_fused_linear(store, {prefix + "mlp.gate_proj", prefix + "mlp.up_proj"}, {intermediate_, intermediate_},
@@ -64,20 +65,17 @@ void DecoderLayer::prepare_keys(float* k, int64_t n, const int32_t* positions, c
 }
 
 void DecoderLayer::forward(float* x, const LayerStepContext& ctx, const KvLayerView& kv, LayerWorkspace& ws) {
-  const int64_t n = ctx.num_tokens;
-  const int64_t q_width = num_heads_ * head_dim_;
-  const int64_t kv_width = num_kv_heads_ * head_dim_;
-  const int64_t qkv_width = q_width + 2 * kv_width;
+  rms_norm(x, input_norm_.data(), ws.normed.data(), ctx.num_tokens, hidden_, eps_);
+  forward_normed(x, ws.normed.data(), ctx, kv, ws);
+}
 
-  // Attention block.
-  rms_norm(x, input_norm_.data(), ws.normed.data(), n, hidden_, eps_);
-  qkv_.forward(ws.normed.data(), ws.qkv.data(), n);
-  for (int64_t t = 0; t < n; ++t) {
-    const float* row = ws.qkv.data() + t * qkv_width;  // [q | k | v]
-    std::memcpy(ws.q.data() + t * q_width, row, q_width * sizeof(float));
-    std::memcpy(ws.k.data() + t * kv_width, row + q_width, kv_width * sizeof(float));
-    std::memcpy(ws.v.data() + t * kv_width, row + q_width + kv_width, kv_width * sizeof(float));
-  }
+void DecoderLayer::forward_normed(float* x, const float* normed, const LayerStepContext& ctx, const KvLayerView& kv,
+                                  LayerWorkspace& ws) {
+  const int64_t n = ctx.num_tokens;
+
+  // Attention block (normed may be ws.normed: q/k/v are projected before the MLP reuses it).
+  qkv_.forward(normed, ws.qkv.data(), n);
+  split_qkv(n, /*with_q=*/true, ws);
   if (!q_norm_.empty()) rms_norm(ws.q.data(), q_norm_.data(), ws.q.data(), n * num_heads_, head_dim_, eps_);
   apply_rope(ws.q.data(), ctx.positions, n, num_heads_, head_dim_, *ctx.rope);
   prepare_keys(ws.k.data(), n, ctx.positions, *ctx.rope);
@@ -103,6 +101,26 @@ void DecoderLayer::forward(float* x, const LayerStepContext& ctx, const KvLayerV
   silu_mul(ws.gate_up.data(), ws.act.data(), n, intermediate_);
   down_.forward(ws.act.data(), ws.proj.data(), n);
   add_inplace(x, ws.proj.data(), n * hidden_);
+}
+
+void DecoderLayer::split_qkv(int64_t n, bool with_q, LayerWorkspace& ws) const {
+  const int64_t q_width = num_heads_ * head_dim_;
+  const int64_t kv_width = num_kv_heads_ * head_dim_;
+  const int64_t qkv_width = q_width + 2 * kv_width;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = ws.qkv.data() + t * qkv_width;  // [q | k | v]
+    if (with_q) std::memcpy(ws.q.data() + t * q_width, row, q_width * sizeof(float));
+    std::memcpy(ws.k.data() + t * kv_width, row + q_width, kv_width * sizeof(float));
+    std::memcpy(ws.v.data() + t * kv_width, row + q_width + kv_width, kv_width * sizeof(float));
+  }
+}
+
+void DecoderLayer::write_keys_values(const float* normed, int64_t n, const int32_t* positions, const int64_t* slots,
+                                     const RopeTable& rope, const KvLayerView& kv, LayerWorkspace& ws) {
+  qkv_.forward(normed, ws.qkv.data(), n);
+  split_qkv(n, /*with_q=*/false, ws);
+  prepare_keys(ws.k.data(), n, positions, rope);
+  write_kv(ws.k.data(), ws.v.data(), slots, n, kv);
 }
 
 size_t DecoderLayer::weight_bytes() const {

@@ -55,13 +55,23 @@ class DecoderLayer {
                const LinearOptions& linear_options);
   // Reads the same tensors under another prefix: {prefix}input_layernorm.weight,
   // {prefix}self_attn.q_proj.weight, ... (a drafter's layers are "layers.{i}."). Each row
-  // attends to its last `window` keys (0 = all of them).
+  // attends to its last `window` keys (0 = all of them). q/k/v take attention_input_size
+  // features (0 = hidden_size; an EAGLE-3 layer's are [embedding ; hidden], twice as wide).
   DecoderLayer(const ModelConfig& config, const WeightStore& weights, const std::string& prefix,
-               const LinearOptions& linear_options, int64_t window = 0);
+               const LinearOptions& linear_options, int64_t window = 0, int64_t attention_input_size = 0);
 
   // x: [num_tokens, hidden], the residual stream, updated in place. Writes this step's
   // K/V into kv at ctx.slots before attending, so every query reads keys from the cache.
   void forward(float* x, const LayerStepContext& ctx, const KvLayerView& kv, LayerWorkspace& ws);
+  // The same after the input norm, which the caller has done: normed [num_tokens,
+  // attention_input_size] feeds q/k/v; x is the residual the attention output is added to.
+  void forward_normed(float* x, const float* normed, const LayerStepContext& ctx, const KvLayerView& kv,
+                      LayerWorkspace& ws);
+  // Only the K/V of n rows, from their normed inputs [n, attention_input_size], written at
+  // slots: what rows whose own output nobody reads contribute to later rows' attention.
+  void write_keys_values(const float* normed, int64_t n, const int32_t* positions, const int64_t* slots,
+                         const RopeTable& rope, const KvLayerView& kv, LayerWorkspace& ws);
+  const std::vector<float>& input_norm_weight() const { return input_norm_; }  // [hidden]
 
   // k: [n, kv_heads * head_dim], the k projection of n rows, in place: k_norm (qwen3), then
   // RoPE at positions[n] — what every key goes through before it enters the cache.
@@ -70,6 +80,9 @@ class DecoderLayer {
   size_t weight_bytes() const;
 
  private:
+  // ws.qkv [n, q | k | v] -> ws.k, ws.v (and ws.q when with_q).
+  void split_qkv(int64_t n, bool with_q, LayerWorkspace& ws) const;
+
   int64_t hidden_;
   int64_t num_heads_;
   int64_t num_kv_heads_;
@@ -81,7 +94,7 @@ class DecoderLayer {
   std::vector<float> post_norm_;   // [hidden]
   std::vector<float> q_norm_;      // [head_dim] (qwen3), else empty
   std::vector<float> k_norm_;      // [head_dim] (qwen3), else empty
-  Linear qkv_;                     // [(heads + 2 * kv_heads) * head_dim, hidden]
+  Linear qkv_;                     // [(heads + 2 * kv_heads) * head_dim, attention input]
   Linear o_;                       // [hidden, heads * head_dim]
   Linear gate_up_;                 // [2 * intermediate, hidden]
   Linear down_;                    // [hidden, intermediate]

@@ -41,6 +41,11 @@ struct CommittedHiddenStates {
   const float* hidden = nullptr;  // capture c, row i: hidden + c * layer_stride + i * hidden_size
   int64_t layer_stride = 0;     // floats between two captured layers
   int64_t hidden_size = 0;
+  // The request's tokens known now (prompt + committed output; valid during observe()).
+  // The engine commits a round's tokens before it shows their states, so the token after
+  // every shown position is here: tokens.size() > start_position + num_positions. A drafter
+  // that pairs a position's state with the next token (EAGLE-3) relies on it.
+  std::span<const int32_t> tokens;
 };
 
 // What a proposer sees of one request this step.

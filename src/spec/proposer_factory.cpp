@@ -6,6 +6,7 @@
 #include "loader/safetensors.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/dspark_proposer.h"
+#include "spec/eagle3_proposer.h"
 #include "spec/ngram_proposer.h"
 
 namespace dspark {
@@ -40,17 +41,24 @@ std::unique_ptr<Proposer> make_draft_model(const SpeculatorOptions& o, const Tra
 
 }  // namespace
 
-SpeculatorPlan::SpeculatorPlan(SpeculatorOptions options, const ModelConfig& target) : options_(std::move(options)) {
+SpeculatorPlan::SpeculatorPlan(SpeculatorOptions options, const ModelConfig& target)
+    : options_(std::move(options)), target_layers_(target.num_hidden_layers) {
   if (options_.speculator.empty() || options_.speculator == "ngram") return;
   const std::filesystem::path dir(options_.speculator);
   DSPARK_CHECK(std::filesystem::is_directory(dir),
                "speculator '{}' is neither \"ngram\" nor an existing model directory", options_.speculator);
+  if (is_eagle3_directory(dir)) {
+    eagle3_ = Eagle3Config::from_file(dir);
+    eagle3_->validate_for_target(target, (dir / "config.json").string());
+    return;
+  }
   if (!is_drafter_directory(dir)) return;
   drafter_ = DrafterConfig::from_file(dir);
   drafter_->validate_for_target(target, (dir / "config.json").string());
 }
 
 std::vector<int32_t> SpeculatorPlan::capture_layers() const {
+  if (eagle3_) return eagle3_->capture_layers(target_layers_);
   return drafter_ ? drafter_->capture_layers() : std::vector<int32_t>{};
 }
 
@@ -59,6 +67,17 @@ std::unique_ptr<Proposer> SpeculatorPlan::build(const Transformer& target) const
   if (o.speculator.empty()) return nullptr;
   const int32_t k = o.num_speculative_tokens > 0 ? o.num_speculative_tokens : kDefaultSpeculativeTokens;
   if (o.speculator == "ngram") return std::make_unique<NgramProposer>(NgramOptions{o.ngram_min, o.ngram_max, k});
+  if (eagle3_) {
+    Eagle3ProposerOptions e;
+    e.num_speculative_tokens = o.num_speculative_tokens;
+    e.max_running = o.max_running;
+    e.max_model_len = target.max_model_len();
+    e.max_context_rows = target.options().max_batch_tokens;
+    e.context_window = o.draft_context_window;
+    e.compute = o.compute;
+    e.quantization = drafter_quantization(o, target);
+    return std::make_unique<Eagle3Proposer>(*eagle3_, WeightStore(o.speculator), target, e);
+  }
   if (!drafter_) return make_draft_model(o, target, k);
   DSparkProposerOptions d;
   d.num_speculative_tokens = o.num_speculative_tokens;

@@ -1,8 +1,10 @@
 // Builds the proposer a user names: "ngram" (prompt lookup) or a directory. A directory
-// whose config.json has "speculators_model_type" ("dspark" or "dflash") is a block drafter
-// (spec/dspark_proposer.h) that reads the target's hidden states and shares its embeddings
-// and LM head; any other directory holding an ordinary causal LM becomes a draft-model
-// proposer. Either must share the target's vocabulary.
+// whose config.json has "speculators_model_type" "eagle3", or the original EAGLE-3
+// architecture LlamaForCausalLMEagle3, is an EAGLE-3 drafter (spec/eagle3_proposer.h); one
+// with "speculators_model_type" "dspark" or "dflash" is a block drafter
+// (spec/dspark_proposer.h). Both read the target's hidden states and share its embeddings.
+// Any other directory holding an ordinary causal LM becomes a draft-model proposer. Each
+// must share the target's vocabulary.
 //
 // In two steps, because a block drafter decides how the target is loaded: a SpeculatorPlan
 // reads the speculator's config once and checks it against the target's config, says which
@@ -19,6 +21,7 @@
 
 #include "model/transformer.h"
 #include "spec/drafter_config.h"
+#include "spec/eagle3_config.h"
 #include "spec/proposer.h"
 
 namespace dspark {
@@ -51,7 +54,7 @@ class SpeculatorPlan {
 
   bool empty() const { return options_.speculator.empty(); }
   // The layers the target must be loaded with (TransformerOptions::capture_layers): a block
-  // drafter's aux layers as "output of decoder layer l", otherwise none.
+  // or EAGLE-3 drafter's aux layers as "output of decoder layer l", otherwise none.
   std::vector<int32_t> capture_layers() const;
   // The proposer over `target` (loaded with capture_layers()); nullptr when empty(). Throws
   // Error for a drafter or draft model that does not fit the target.
@@ -59,7 +62,9 @@ class SpeculatorPlan {
 
  private:
   SpeculatorOptions options_;
+  int64_t target_layers_ = 0;             // the target's decoder layers
   std::optional<DrafterConfig> drafter_;  // a block drafter's config, read once
+  std::optional<Eagle3Config> eagle3_;    // an EAGLE-3 drafter's config, read once
 };
 
 }  // namespace dspark

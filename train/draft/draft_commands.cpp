@@ -10,6 +10,8 @@
 #include "train/draft/calibrate.h"
 #include "train/draft/draft_train.h"
 #include "train/draft/drafter_io.h"
+#include "train/draft/eagle3_io.h"
+#include "train/draft/eagle3_train.h"
 #include "train/draft/regen.h"
 
 namespace dspark::train {
@@ -60,6 +62,44 @@ void add_draft_command(CLI::App& app) {
   cmd->callback([o] { run_draft_training(*o); });
 }
 
+void add_eagle3_command(CLI::App& app) {
+  auto o = std::make_shared<Eagle3TrainOptions>();
+  auto* cmd = app.add_subcommand("eagle3", "Train an EAGLE-3 drafter against a frozen target on regen data");
+  cmd->add_option("--target", o->target, "Target: Hugging Face directory or pretraining checkpoint")->required();
+  cmd->add_option("--data", o->data, "Regen JSONL file or directory")->required();
+  cmd->add_option("--out", o->out, "Run directory (resumes when it holds a checkpoint)")->required();
+  cmd->add_option("--init-from", o->init_from, "Start from this EAGLE-3 drafter (export or checkpoint; fresh optimizer)");
+  cmd->add_option("--aux-layers", o->aux_layers,
+                  "eagle_aux_hidden_state_layer_ids, speculators convention (id k = output of decoder layer k-1)");
+  cmd->add_option("--draft-vocab", o->draft_vocab, "Draft vocabulary size (most frequent training tokens)")
+      ->capture_default_str();
+  cmd->add_option("--init-std", o->init_std, "Init std of the matrices")->capture_default_str();
+  cmd->add_option("--ttt-steps", o->ttt_steps, "Training-time test steps")->capture_default_str();
+  cmd->add_option("--ttt-decay", o->ttt_decay, "Loss weight of step s: decay^s")->capture_default_str();
+  cmd->add_option("--val-fraction", o->val_fraction, "Held-out regen records (id hash)")->capture_default_str();
+  cmd->add_option("--max-len", o->max_len, "Sequence cap in tokens")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Sequences per step")->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Optimizer steps")->capture_default_str();
+  cmd->add_option("--stop-after", o->stop_after, "Stop after this many steps here (0: never)")->capture_default_str();
+  cmd->add_option("--lr", o->lr, "Peak learning rate")->capture_default_str();
+  cmd->add_option("--min-lr", o->min_lr, "Final learning rate")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Warm-up steps")->capture_default_str();
+  cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay")->capture_default_str();
+  cmd->add_option("--grad-clip", o->grad_clip, "Gradient norm clip (0: off)")->capture_default_str();
+  cmd->add_option("--bf16", o->bf16, "bf16 autocast")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Init and batch seed")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads")->capture_default_str();
+  cmd->add_option("--log-every", o->log_every, "Progress period (steps)")->capture_default_str();
+  cmd->add_option("--eval-every", o->eval_every, "Validation period (steps; 0: at the end)")->capture_default_str();
+  cmd->add_option("--eval-sequences", o->eval_sequences, "Held-out sequences per validation")->capture_default_str();
+  cmd->add_option("--eval-chains", o->eval_chains, "Drafting chains per validation sequence")->capture_default_str();
+  cmd->add_option("--eval-drafts", o->eval_drafts, "Drafts per chain (K) of the greedy verification")
+      ->capture_default_str();
+  cmd->add_option("--save-every", o->save_every, "Checkpoint period (steps; 0: at exit)")->capture_default_str();
+  cmd->add_option("--export", o->export_at_end, "Export OUT/drafter at the last step")->capture_default_str();
+  cmd->callback([o] { run_eagle3_training(*o); });
+}
+
 void add_calibrate_command(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
   auto* cmd = app.add_subcommand("calibrate",
@@ -85,6 +125,7 @@ void add_calibrate_command(CLI::App& app) {
 void add_drafter_commands(CLI::App& app) {
   add_regen_command(app);
   add_draft_command(app);
+  add_eagle3_command(app);
   add_calibrate_command(app);
 }
 
@@ -100,13 +141,18 @@ ExportExtension drafter_export_extension() {
     cmd->add_option("--verifier", args->verifier, "Drafters: verifier name_or_path to record (default: the target)");
   };
   ext.handle = [args](const fs::path& checkpoint, const fs::path& out) {
-    if (!is_drafter_checkpoint(checkpoint)) return false;
+    // EAGLE-3 first: its config is a speculators config too, which is_drafter_checkpoint accepts.
+    const bool eagle3 = is_eagle3_checkpoint(checkpoint);
+    if (!eagle3 && !is_drafter_checkpoint(checkpoint)) return false;
     DrafterExportOptions o;
     o.dtype = parse_dtype(args->dtype);
     DSPARK_CHECK(o.dtype == DType::kBF16 || o.dtype == DType::kF32, "export: --dtype must be bf16 or f32, got {}",
                  args->dtype);
     o.verifier_name_or_path = args->verifier;
-    export_drafter(checkpoint, out, o);
+    if (eagle3)
+      export_eagle3(checkpoint, out, o);
+    else
+      export_drafter(checkpoint, out, o);
     return true;
   };
   return ext;

@@ -1,6 +1,7 @@
 // The drafter subcommands of dspark-train: `regen` (regen.h), `draft` (draft_train.h),
-// `calibrate` (calibrate.h), and the drafter side of `export` (drafter_io.h): a checkpoint
-// whose config.json is a speculators drafter config is exported in speculators layout.
+// `eagle3` (eagle3_train.h), `calibrate` (calibrate.h), and the drafter side of `export`
+// (drafter_io.h, eagle3_io.h): a checkpoint whose config.json is a speculators drafter config
+// (DSpark, DFlash or EAGLE-3) is exported in speculators layout.
 #pragma once
 
 #include "train/export.h"

@@ -1,0 +1,449 @@
+#include "spec/eagle3_proposer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "core/check.h"
+#include "kernels/norm.h"
+#include "model/fused_linear.h"
+#include "model/rope_frequencies.h"
+
+namespace dspark {
+namespace {
+
+void check_tensors(const Eagle3Config& c, const WeightStore& store) {
+  std::set<std::string> known = {"d2t", "t2d"};
+  for (const Eagle3Tensor& t : eagle3_tensors(c)) {
+    known.insert(t.name);
+    if (!store.contains(t.name)) {
+      DSPARK_CHECK(t.optional, "EAGLE-3 drafter {} has no tensor '{}' (shape {}), which its config requires",
+                   store.dir().string(), t.name, format_shape(t.shape));
+      continue;
+    }
+    const TensorInfo& info = store.get(t.name);
+    DSPARK_CHECK(info.shape == t.shape, "EAGLE-3 drafter {}: tensor '{}' has shape {} but the config implies {}",
+                 store.dir().string(), t.name, format_shape(info.shape), format_shape(t.shape));
+  }
+  for (const std::string& name : store.names()) {
+    if (name.ends_with("rotary_emb.inv_freq")) continue;  // a buffer some exports carry; recomputed here
+    DSPARK_CHECK(known.contains(name), "EAGLE-3 drafter {} has tensor '{}', which its config does not describe",
+                 store.dir().string(), name);
+  }
+}
+
+// d2t [draft_vocab] (I64, or I32) as target ids d + d2t[d], each inside the target
+// vocabulary and none twice; t2d [vocab] (BOOL), when present, must mark exactly those.
+std::vector<int32_t> read_vocab_map(const Eagle3Config& c, const WeightStore& store) {
+  const std::string dir = store.dir().string();
+  DSPARK_CHECK(store.contains("d2t"),
+               "EAGLE-3 drafter {} has no tensor 'd2t' ([{}] int64: draft id d is target token d + d2t[d])", dir,
+               c.draft_vocab_size);
+  const TensorInfo& d2t = store.find("d2t");
+  DSPARK_CHECK(d2t.shape == std::vector<int64_t>{c.draft_vocab_size},
+               "EAGLE-3 drafter {}: tensor 'd2t' has shape {} but draft_vocab_size is {}", dir, format_shape(d2t.shape),
+               c.draft_vocab_size);
+  DSPARK_CHECK(d2t.dtype_tag == "I64" || d2t.dtype_tag == "I32",
+               "EAGLE-3 drafter {}: tensor 'd2t' has dtype {}; it must be I64 (or I32)", dir, d2t.dtype_tag);
+  const int64_t vocab = c.layer.vocab_size;
+  std::vector<int32_t> target(c.draft_vocab_size);
+  std::vector<bool> taken(vocab, false);
+  for (int64_t d = 0; d < c.draft_vocab_size; ++d) {
+    int64_t offset;
+    if (d2t.dtype_tag == "I64") {
+      std::memcpy(&offset, d2t.bytes.data() + d * 8, 8);
+    } else {
+      int32_t v;
+      std::memcpy(&v, d2t.bytes.data() + d * 4, 4);
+      offset = v;
+    }
+    const int64_t t = d + offset;
+    DSPARK_CHECK(t >= 0 && t < vocab, "EAGLE-3 drafter {}: d2t maps draft id {} to token {}, outside the target's "
+                 "vocabulary 0..{}", dir, d, t, vocab - 1);
+    DSPARK_CHECK(!taken[t], "EAGLE-3 drafter {}: d2t maps two draft ids to token {}", dir, t);
+    taken[t] = true;
+    target[d] = static_cast<int32_t>(t);
+  }
+  if (store.contains("t2d")) {
+    const TensorInfo& t2d = store.find("t2d");
+    DSPARK_CHECK(t2d.shape == std::vector<int64_t>{vocab} && t2d.dtype_tag == "BOOL",
+                 "EAGLE-3 drafter {}: tensor 't2d' must be BOOL [{}], got {} {}", dir, vocab, t2d.dtype_tag,
+                 format_shape(t2d.shape));
+    for (int64_t t = 0; t < vocab; ++t) {
+      const bool marked = t2d.bytes[t] != std::byte{0};
+      DSPARK_CHECK(marked == taken[t], "EAGLE-3 drafter {}: t2d and d2t disagree about token {}", dir, t);
+    }
+  }
+  return target;
+}
+
+const Eagle3Config& check_config(const Eagle3Config& c, const WeightStore& store, const ModelConfig& target,
+                                 const Eagle3ProposerOptions& options) {
+  options.validate();
+  const std::string source = (store.dir() / "config.json").string();
+  c.validate(source);
+  c.validate_for_target(target, source);
+  check_tensors(c, store);
+  DSPARK_CHECK(store.contains("embed_tokens.weight") || c.layer.hidden_size == target.hidden_size,
+               "{}: the drafter's hidden_size is {} but the target's is {}; a drafter without its own embed_tokens "
+               "uses the target's, so they must agree", source, c.layer.hidden_size, target.hidden_size);
+  return c;
+}
+
+KvPoolOptions kv_options(const Eagle3ProposerOptions& o, int64_t drafts) {
+  KvPoolOptions kv;
+  kv.block_size = o.kv_block_size;
+  const int64_t context = o.context_window > 0 ? std::min(o.context_window, o.max_model_len) : o.max_model_len;
+  kv.num_blocks = o.max_running * ((context + drafts + o.kv_block_size - 1) / o.kv_block_size + 1 +
+                                   (o.context_window > 0 ? 1 : 0));
+  kv.dtype = o.kv_dtype;
+  return kv;
+}
+
+int64_t slot_of(const BlockTable& blocks, int64_t position, int64_t block_size) {
+  return static_cast<int64_t>(blocks.data()[position / block_size]) * block_size + position % block_size;
+}
+
+}  // namespace
+
+void Eagle3ProposerOptions::validate() const {
+  DSPARK_CHECK(num_speculative_tokens >= 0, "num_speculative_tokens must be >= 0, got {}", num_speculative_tokens);
+  DSPARK_CHECK(max_running >= 1, "max_running must be >= 1, got {}", max_running);
+  DSPARK_CHECK(max_model_len >= 1, "max_model_len must be >= 1, got {}", max_model_len);
+  DSPARK_CHECK(max_context_rows >= 1, "max_context_rows must be >= 1, got {}", max_context_rows);
+  DSPARK_CHECK(kv_block_size >= 1, "kv_block_size must be >= 1, got {}", kv_block_size);
+  DSPARK_CHECK(context_window >= 0, "context_window must be >= 0, got {}", context_window);
+  DSPARK_CHECK(compute == DType::kBF16 || compute == DType::kF32, "compute dtype must be bf16 or f32, got {}",
+               dtype_name(compute));
+}
+
+Eagle3Proposer::Eagle3Proposer(Eagle3Config config, const WeightStore& store, const Transformer& target,
+                               const Eagle3ProposerOptions& options)
+    : config_((check_config(config, store, target.config(), options), std::move(config))),
+      options_(options),
+      capture_layers_(config_.capture_layers(target.config().num_hidden_layers)),
+      num_speculative_tokens_(options.num_speculative_tokens > 0 ? options.num_speculative_tokens
+                                                                 : config_.speculative_tokens),
+      hidden_(config_.layer.hidden_size),
+      vocab_(config_.layer.vocab_size),
+      draft_vocab_(config_.draft_vocab_size),
+      fc_in_(3 * config_.target_hidden_size),
+      max_rows_(std::max(options.max_context_rows, options.max_running)),
+      embedding_(store.contains("embed_tokens.weight")
+                     ? std::make_shared<const EmbeddingTable>(
+                           store.load_f32("embed_tokens.weight", std::vector<int64_t>{vocab_, hidden_}), vocab_,
+                           hidden_, options.compute)
+                     : target.embedding()),
+      fc_([&] {
+        const int64_t shape[2] = {hidden_, fc_in_};
+        return Linear(store.load_f32("fc.weight", shape), hidden_, fc_in_, {},
+                      LinearOptions{options_.compute, max_rows_, LinearBackend::kAuto, options_.quantization});
+      }()),
+      hidden_norm_(load_vector(store, config_.layer_prefix() + "hidden_norm.weight", hidden_)),
+      final_norm_(load_vector(store, "norm.weight", hidden_)),
+      layer_(config_.layer, store, config_.layer_prefix(),
+             LinearOptions{options_.compute, max_rows_, LinearBackend::kAuto, options_.quantization},
+             options_.context_window, 2 * hidden_),
+      lm_head_([&] {
+        const int64_t shape[2] = {draft_vocab_, hidden_};
+        return Linear(store.load_f32("lm_head.weight", shape), draft_vocab_, hidden_, {},
+                      LinearOptions{options_.compute, options_.max_running, LinearBackend::kAuto,
+                                    options_.quantization});
+      }()),
+      draft_to_target_(read_vocab_map(config_, store)),
+      rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + num_speculative_tokens_,
+            rope_attention_factor(config_.layer)),
+      kv_(config_.layer, kv_options(options_, num_speculative_tokens_)),
+      allocator_(kv_.num_blocks()),
+      logits_processor_(vocab_),
+      workspace_(config_.layer, max_rows_),
+      slots_(options_.max_running),
+      features_(options_.max_context_rows * fc_in_),
+      x_(max_rows_ * hidden_),
+      normed_(max_rows_ * 2 * hidden_),
+      tokens_(max_rows_),
+      positions_(max_rows_),
+      seq_of_row_(max_rows_),
+      num_keys_(max_rows_),
+      row_slots_(max_rows_),
+      block_tables_(max_rows_),
+      row_slot_index_(max_rows_),
+      chain_(options_.max_running * hidden_),
+      lm_in_(options_.max_running * hidden_),
+      logits_(options_.max_running * draft_vocab_),
+      target_logits_(vocab_),
+      active_of_request_(options_.max_running, -1),
+      last_entry_(options_.max_running, -1) {
+  for (SlotState& s : slots_) {
+    s.last_output.resize(hidden_);
+    s.drafts.reserve(num_speculative_tokens_);
+    s.probs.resize(static_cast<size_t>(num_speculative_tokens_) * vocab_);
+    s.logits.resize(static_cast<size_t>(num_speculative_tokens_) * draft_vocab_);
+  }
+  active_.reserve(options_.max_running);
+  history_.reserve(options_.max_model_len + num_speculative_tokens_);
+}
+
+Eagle3Proposer::~Eagle3Proposer() = default;
+
+std::unique_ptr<Eagle3Proposer> Eagle3Proposer::load(const std::filesystem::path& drafter_dir,
+                                                     const std::filesystem::path& target_dir,
+                                                     const Eagle3ProposerOptions& options) {
+  DSPARK_CHECK(std::filesystem::is_directory(drafter_dir), "drafter directory {} does not exist", drafter_dir.string());
+  Eagle3Config config = Eagle3Config::from_file(drafter_dir);
+  TransformerOptions target_options;
+  target_options.compute = options.compute;
+  target_options.quantization = options.quantization;
+  target_options.max_batch_tokens = 1;
+  target_options.max_sequences = 1;
+  const auto target = Transformer::load(target_dir, target_options);
+  const WeightStore store(drafter_dir);
+  return std::make_unique<Eagle3Proposer>(std::move(config), store, *target, options);
+}
+
+ProposerCapabilities Eagle3Proposer::capabilities() const {
+  ProposerCapabilities c;
+  c.needs_target_hidden_states = true;
+  c.owns_kv_cache = true;
+  c.provides_draft_probs = true;
+  return c;
+}
+
+size_t Eagle3Proposer::weight_bytes() const { return layer_.weight_bytes() + lm_head_.weight_bytes(); }
+
+void Eagle3Proposer::release(int32_t slot) {
+  SlotState& s = slots_[slot];
+  s.blocks.release_all(allocator_);
+  s.num_observed = 0;
+  s.drafts.clear();
+}
+
+int32_t Eagle3Proposer::first_visible(int32_t end) const {
+  if (options_.context_window <= 0) return 0;
+  return std::max<int32_t>(0, end - static_cast<int32_t>(options_.context_window));
+}
+
+void Eagle3Proposer::stage_row(int64_t row, int32_t token, int32_t position, const BlockTable& blocks) {
+  tokens_[row] = token;
+  positions_[row] = position;
+  row_slots_[row] = slot_of(blocks, position, kv_.block_size());
+}
+
+void Eagle3Proposer::norm_inputs(int64_t rows) {
+  const float eps = config_.layer.rms_norm_eps;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* e = normed_.data() + i * 2 * hidden_;  // [embedding | hidden]
+    float* g = x_.data() + i * hidden_;
+    embedding_->lookup(tokens_[i], e);
+    rms_norm(e, layer_.input_norm_weight().data(), e, 1, hidden_, eps);
+    rms_norm(g, hidden_norm_.data(), e + hidden_, 1, hidden_, eps);
+    if (config_.norm_before_residual) std::memcpy(g, e + hidden_, hidden_ * sizeof(float));
+  }
+}
+
+void Eagle3Proposer::write_context(int64_t rows) {
+  fc_.forward(features_.data(), x_.data(), rows);
+  norm_inputs(rows);
+  layer_.write_keys_values(normed_.data(), rows, positions_.data(), row_slots_.data(), rope_, kv_.layer(0), workspace_);
+}
+
+void Eagle3Proposer::run_layer(int64_t rows) {
+  norm_inputs(rows);
+  LayerStepContext step;
+  step.num_tokens = rows;
+  step.positions = positions_.data();
+  step.seq_of_token = seq_of_row_.data();
+  step.num_keys = num_keys_.data();
+  step.slots = row_slots_.data();
+  step.block_tables = block_tables_.data();
+  step.rope = &rope_;
+  layer_.forward_normed(x_.data(), normed_.data(), step, kv_.layer(0), workspace_);
+}
+
+void Eagle3Proposer::run_head(int64_t rows) {
+  rms_norm(lm_in_.data(), final_norm_.data(), lm_in_.data(), rows, hidden_, config_.layer.rms_norm_eps);
+  lm_head_.forward(lm_in_.data(), logits_.data(), rows);
+}
+
+void Eagle3Proposer::copy_features(const CommittedHiddenStates& c, int32_t i, float* dst) const {
+  const int64_t width = config_.target_hidden_size;
+  for (int64_t l = 0; l < 3; ++l) {
+    std::memcpy(dst + l * width, c.hidden + l * c.layer_stride + static_cast<int64_t>(i) * c.hidden_size,
+                width * sizeof(float));
+  }
+}
+
+void Eagle3Proposer::observe(std::span<const CommittedHiddenStates> committed) {
+  // Only the last row of a slot needs its output (the first draft comes from it); every
+  // other row contributes its K/V only, which depend on the row alone: no attention, no MLP.
+  std::fill(last_entry_.begin(), last_entry_.end(), -1);
+  for (size_t e = 0; e < committed.size(); ++e) {
+    const CommittedHiddenStates& c = committed[e];
+    DSPARK_CHECK(c.slot >= 0 && c.slot < static_cast<int32_t>(slots_.size()), "slot {} outside 0..{}", c.slot,
+                 slots_.size() - 1);
+    DSPARK_CHECK(c.hidden_size == config_.target_hidden_size,
+                 "committed hidden states are {} wide; the drafter expects {}", c.hidden_size,
+                 config_.target_hidden_size);
+    DSPARK_CHECK(static_cast<int64_t>(c.tokens.size()) > c.start_position + c.num_positions,
+                 "slot {}: the token after position {} is not known (committed states must come with the tokens "
+                 "that follow them)", c.slot, c.start_position + c.num_positions - 1);
+    if (c.num_positions > 0) last_entry_[c.slot] = static_cast<int32_t>(e);
+  }
+  int64_t rows = 0;
+  for (size_t e = 0; e < committed.size(); ++e) {
+    const CommittedHiddenStates& c = committed[e];
+    SlotState& s = slots_[c.slot];
+    DSPARK_CHECK(c.start_position == s.num_observed,
+                 "slot {}: committed hidden states start at position {} but {} positions were seen (they must arrive "
+                 "in order, without gaps)", c.slot, c.start_position, s.num_observed);
+    if (c.num_positions <= 0) continue;
+    const int32_t end = c.start_position + c.num_positions;
+    DSPARK_CHECK(end <= options_.max_model_len, "slot {}: position {} passes the context {}", c.slot, end - 1,
+                 options_.max_model_len);
+    DSPARK_CHECK(s.blocks.reserve_window(first_visible(end), end, kv_.block_size(), allocator_),
+                 "drafter KV cache exhausted");
+    const bool keeps_last = last_entry_[c.slot] == static_cast<int32_t>(e);
+    const int32_t body_end = keeps_last ? end - 1 : end;
+    for (int32_t p = std::max(c.start_position, first_visible(end)); p < body_end; ++p) {
+      if (rows == options_.max_context_rows) {
+        write_context(rows);
+        rows = 0;
+      }
+      copy_features(c, p - c.start_position, features_.data() + rows * fc_in_);
+      stage_row(rows, c.tokens[p + 1], p, s.blocks);
+      ++rows;
+    }
+    s.num_observed = end;
+  }
+  if (rows > 0) write_context(rows);
+
+  // The last rows, through the whole layer: their outputs r start the next drafts.
+  rows = 0;
+  for (size_t e = 0; e < committed.size(); ++e) {
+    const CommittedHiddenStates& c = committed[e];
+    if (c.num_positions <= 0 || last_entry_[c.slot] != static_cast<int32_t>(e)) continue;
+    const int32_t p = c.start_position + c.num_positions - 1;
+    const SlotState& s = slots_[c.slot];
+    copy_features(c, c.num_positions - 1, features_.data() + rows * fc_in_);
+    stage_row(rows, c.tokens[p + 1], p, s.blocks);
+    seq_of_row_[rows] = static_cast<int32_t>(rows);
+    num_keys_[rows] = p + 1;
+    block_tables_[rows] = s.blocks.data();
+    row_slot_index_[rows] = c.slot;
+    ++rows;
+  }
+  if (rows == 0) return;
+  fc_.forward(features_.data(), x_.data(), rows);
+  run_layer(rows);
+  for (int64_t i = 0; i < rows; ++i) {
+    std::memcpy(slots_[row_slot_index_[i]].last_output.data(), x_.data() + i * hidden_, hidden_ * sizeof(float));
+  }
+}
+
+int32_t Eagle3Proposer::draw(const DraftRequest& r, SlotState& s, const float* logits) {
+  const int32_t j = static_cast<int32_t>(s.drafts.size());
+  std::memcpy(s.logits.data() + static_cast<int64_t>(j) * draft_vocab_, logits, draft_vocab_ * sizeof(float));
+  std::fill(target_logits_.begin(), target_logits_.end(), -std::numeric_limits<float>::infinity());
+  for (int64_t d = 0; d < draft_vocab_; ++d) target_logits_[draft_to_target_[d]] = logits[d];
+  const SamplingParams& sp = *r.sampling;
+  std::span<const int32_t> history;
+  if (sp.uses_history()) {
+    history_.assign(r.tokens.begin(), r.tokens.end());
+    history_.insert(history_.end(), s.drafts.begin(), s.drafts.end());
+    history = history_;
+  }
+  float* q = s.probs.data() + static_cast<int64_t>(j) * vocab_;
+  logits_processor_.to_probs(target_logits_.data(), q, sp, history, r.num_prompt_tokens);
+  const int32_t token = draw_draft(q, vocab_, sp, static_cast<int64_t>(r.tokens.size()) + j, r.rng);
+  s.drafts.push_back(token);
+  return token;
+}
+
+void Eagle3Proposer::propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) {
+  DSPARK_CHECK(requests.size() <= slots_.size(), "{} requests but only {} drafter slots", requests.size(),
+               slots_.size());
+  active_.clear();
+  std::fill(active_of_request_.begin(), active_of_request_.end(), -1);
+  int32_t longest = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const DraftRequest& r = requests[i];
+    drafts[i] = Draft{};
+    DSPARK_CHECK(r.slot >= 0 && r.slot < static_cast<int32_t>(slots_.size()), "slot {} outside 0..{}", r.slot,
+                 slots_.size() - 1);
+    SlotState& s = slots_[r.slot];
+    s.drafts.clear();
+    if (r.max_drafts <= 0) continue;
+    const int32_t context = static_cast<int32_t>(r.tokens.size()) - 1;  // the last token has no target state yet
+    DSPARK_CHECK(context >= 1, "slot {}: EAGLE-3 drafts from the target's state of the token before the last, and "
+                 "this request has only {} token(s)", r.slot, r.tokens.size());
+    DSPARK_CHECK(s.num_observed == context,
+                 "slot {}: the drafter saw the hidden states of {} positions but {} tokens precede the last", r.slot,
+                 s.num_observed, context);
+    const int32_t num_drafts = std::min(r.max_drafts, num_speculative_tokens_);
+    const int32_t end = context + num_drafts - 1;  // draft rows at positions context .. end − 1
+    DSPARK_CHECK(end <= rope_.max_positions(), "slot {}: drafts at position {} pass the context {}", r.slot, end - 1,
+                 options_.max_model_len);
+    // The first draft row (position `context`) reads back furthest.
+    DSPARK_CHECK(s.blocks.reserve_window(first_visible(context + 1), end, kv_.block_size(), allocator_),
+                 "drafter KV cache exhausted");
+    const int32_t a = static_cast<int32_t>(active_.size());
+    active_.push_back({static_cast<int32_t>(i), r.slot, num_drafts, context});
+    active_of_request_[i] = a;
+    longest = std::max(longest, num_drafts);
+    std::memcpy(chain_.data() + a * hidden_, s.last_output.data(), hidden_ * sizeof(float));
+  }
+  if (active_.empty()) return;
+
+  for (int32_t j = 0; j < longest; ++j) {
+    // Draft j + 1 from each chain's latest output r; then, if more are wanted, one layer
+    // pass that feeds draft j + 1 back at the next position.
+    int64_t rows = 0;
+    for (size_t a = 0; a < active_.size(); ++a) {
+      if (active_[a].num_drafts <= j) continue;
+      std::memcpy(lm_in_.data() + rows * hidden_, chain_.data() + a * hidden_, hidden_ * sizeof(float));
+      ++rows;
+    }
+    run_head(rows);
+    rows = 0;
+    for (size_t a = 0; a < active_.size(); ++a) {
+      const Active& act = active_[a];
+      if (act.num_drafts <= j) continue;
+      SlotState& s = slots_[act.slot];
+      draw(requests[act.request], s, logits_.data() + rows * draft_vocab_);
+      ++rows;
+    }
+    if (j + 1 == longest) break;
+    rows = 0;
+    for (size_t a = 0; a < active_.size(); ++a) {
+      const Active& act = active_[a];
+      if (act.num_drafts <= j + 1) continue;
+      const SlotState& s = slots_[act.slot];
+      const int32_t position = act.context + j;
+      std::memcpy(x_.data() + rows * hidden_, chain_.data() + a * hidden_, hidden_ * sizeof(float));
+      stage_row(rows, s.drafts[j], position, s.blocks);
+      seq_of_row_[rows] = static_cast<int32_t>(rows);
+      num_keys_[rows] = position + 1;
+      block_tables_[rows] = s.blocks.data();
+      row_slot_index_[rows] = static_cast<int32_t>(a);
+      ++rows;
+    }
+    run_layer(rows);
+    for (int64_t i = 0; i < rows; ++i) {
+      std::memcpy(chain_.data() + row_slot_index_[i] * hidden_, x_.data() + i * hidden_, hidden_ * sizeof(float));
+    }
+  }
+  for (const Active& act : active_) {
+    const SlotState& s = slots_[act.slot];
+    drafts[act.request] = Draft{s.drafts, s.probs.data(), nullptr};
+  }
+}
+
+std::span<const float> Eagle3Proposer::draft_logits(size_t request, int32_t j) const {
+  if (request >= active_of_request_.size() || active_of_request_[request] < 0) return {};
+  const SlotState& s = slots_[active_[active_of_request_[request]].slot];
+  if (j < 0 || j >= static_cast<int32_t>(s.drafts.size())) return {};
+  return {s.logits.data() + static_cast<int64_t>(j) * draft_vocab_, static_cast<size_t>(draft_vocab_)};
+}
+
+}  // namespace dspark

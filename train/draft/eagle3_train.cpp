@@ -1,0 +1,358 @@
+// The EAGLE-3 training loop: batch -> target pass -> training-time test -> loss -> AdamW,
+// with progress lines, validation, checkpoints and the final export.
+#include "train/draft/eagle3_train.h"
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/clock.h"
+#include "train/checkpoint.h"
+#include "train/draft/draft_batch.h"
+#include "train/draft/draft_eval.h"
+#include "train/draft/draft_step.h"
+#include "train/draft/eagle3.h"
+#include "train/draft/eagle3_eval.h"
+#include "train/draft/eagle3_io.h"
+#include "train/draft/eagle3_loss.h"
+#include "train/model/autocast.h"
+#include "train/model/hf_weights.h"
+#include "train/model/transformer.h"
+#include "train/pretrain/adamw.h"
+#include "train/pretrain/run_log.h"
+#include "train/pretrain/schedule.h"
+#include "train/stop_signals.h"
+
+namespace dspark::train {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> target_architectures(const fs::path& target) {
+  std::ifstream in(target / "config.json");
+  const json config = in ? json::parse(in, nullptr, /*allow_exceptions=*/false) : json(nullptr);
+  std::vector<std::string> out;
+  if (config.is_object() && config.contains("architectures") && config["architectures"].is_array())
+    for (const json& a : config["architectures"])
+      if (a.is_string()) out.push_back(a.get<std::string>());
+  return out;
+}
+
+json options_json(const Eagle3TrainOptions& o) {
+  return json{{"target", o.target.string()}, {"data", o.data.string()}, {"draft_vocab", o.draft_vocab},
+              {"ttt_steps", o.ttt_steps}, {"ttt_decay", o.ttt_decay}, {"val_fraction", o.val_fraction},
+              {"max_len", o.max_len}, {"batch", o.batch}, {"steps", o.steps}, {"lr", o.lr}, {"min_lr", o.min_lr},
+              {"warmup", o.warmup}, {"weight_decay", o.weight_decay}, {"beta1", o.beta1}, {"beta2", o.beta2},
+              {"grad_clip", o.grad_clip}, {"bf16", o.bf16}};
+}
+
+// Sums over the steps since the last progress line.
+struct IntervalStats {
+  ProgressInterval progress;
+  double loss = 0;
+  std::vector<double> kl, accuracy, conditional;  // [ttt steps]
+
+  void add(const Eagle3Loss& l, double loss_value, int64_t tokens, double seconds) {
+    progress.add(tokens, seconds);
+    loss += loss_value;
+    accumulate(kl, l.kl);
+    accumulate(accuracy, l.accuracy);
+    accumulate(conditional, l.conditional);
+  }
+  std::vector<double> mean(const std::vector<double>& sums) const {
+    std::vector<double> out;
+    for (double s : sums) out.push_back(s / static_cast<double>(std::max<int64_t>(progress.steps, 1)));
+    return out;
+  }
+  void reset() { *this = IntervalStats{}; }
+
+ private:
+  static void accumulate(std::vector<double>& sums, const std::vector<double>& values) {
+    if (sums.size() < values.size()) sums.resize(values.size(), 0.0);
+    for (size_t i = 0; i < values.size(); ++i) sums[i] += values[i];
+  }
+};
+
+// Fraction of the counted tokens the draft vocabulary covers.
+double vocab_coverage(const std::vector<int64_t>& counts, const DraftVocab& vocab) {
+  double covered = 0, total = 0;
+  for (size_t t = 0; t < counts.size(); ++t) {
+    total += static_cast<double>(counts[t]);
+    if (vocab.t2d[t]) covered += static_cast<double>(counts[t]);
+  }
+  return total > 0 ? covered / total : 0.0;
+}
+
+class Eagle3Trainer {
+ public:
+  explicit Eagle3Trainer(const Eagle3TrainOptions& o);
+  Eagle3TrainResult run();
+
+ private:
+  void load_data();
+  void make_or_load_drafter();
+  void restore_state();
+  void log_setup() const;
+  // One optimizer step; returns its loss.
+  Eagle3Loss train_step(int64_t step, int64_t& tokens);
+  void log_progress(double lr, double grad_norm);
+  void evaluate();
+  void save();
+
+  const Eagle3TrainOptions& o_;
+  mutable RunLog log_;
+  std::shared_ptr<CausalLmImpl> target_;
+  std::vector<RegenRecord> records_;
+  std::vector<DraftSequence> train_seqs_, val_seqs_;
+  int32_t pad_ = 0;
+  std::unique_ptr<DraftBatchSampler> sampler_;
+  fs::path checkpoint_;
+  std::string origin_;
+  std::shared_ptr<Eagle3Impl> drafter_;
+  std::unique_ptr<AdamW> optimizer_;
+  int64_t step_ = 0, tokens_seen_ = 0;
+  double elapsed_before_ = 0, train_seconds_ = 0;
+  IntervalStats interval_;
+  Eagle3TrainResult result_;
+};
+
+Eagle3Trainer::Eagle3Trainer(const Eagle3TrainOptions& o) : o_(o), log_(o.out, o.quiet) {
+  at::set_num_threads(o.threads);
+  target_ = load_hf_model(o.target);
+  target_->eval();
+  for (auto& p : target_->parameters()) p.set_requires_grad(false);
+  load_data();
+  make_or_load_drafter();
+  drafter_->train();
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (auto& item : drafter_->named_parameters()) named.emplace_back(item.key(), item.value());
+  optimizer_ = std::make_unique<AdamW>(named, AdamWOptions{o.beta1, o.beta2, 1e-8, o.weight_decay});
+  restore_state();
+  log_setup();
+}
+
+void Eagle3Trainer::load_data() {
+  records_ = read_regen_data(o_.data);
+  const int32_t eos = static_cast<int32_t>(target_->config().eos_token_id);
+  pad_ = eos >= 0 ? eos : 0;
+  train_seqs_ = make_draft_sequences(records_, false, o_.val_fraction, eos, o_.max_len);
+  val_seqs_ = make_draft_sequences(records_, true, o_.val_fraction, eos, o_.max_len);
+  if (static_cast<int64_t>(val_seqs_.size()) > o_.eval_sequences)
+    val_seqs_.resize(static_cast<size_t>(o_.eval_sequences));
+  DSPARK_CHECK(!train_seqs_.empty(), "eagle3: {} has no training sequence ({} records)", o_.data.string(),
+               records_.size());
+  // Anchors are not used (the training-time test covers every position); one per row keeps
+  // the sampler's batches, and so their (seed, step) purity, those of draft.
+  sampler_ = std::make_unique<DraftBatchSampler>(train_seqs_, o_.batch, 1, o_.seed, pad_);
+}
+
+void Eagle3Trainer::make_or_load_drafter() {
+  checkpoint_ = find_checkpoint(o_.out);
+  if (!checkpoint_.empty()) {
+    drafter_ = load_eagle3(checkpoint_, *target_);
+    origin_ = "resumed";
+    return;
+  }
+  if (!o_.init_from.empty()) {
+    // Warm start (e.g. after the target was trained further): the weights, vocabulary and
+    // shape of an earlier drafter with a fresh optimizer.
+    drafter_ = load_eagle3(o_.init_from, *target_);
+    origin_ = "weights from " + o_.init_from.string();
+    return;
+  }
+  const ModelConfig& tc = target_->config();
+  const std::vector<int64_t> counts = count_completion_tokens(train_seqs_, tc.vocab_size);
+  const DraftVocab vocab = build_draft_vocab(counts, o_.draft_vocab);
+  Eagle3ShapeOptions shape;
+  shape.aux_layer_ids = o_.aux_layers;
+  shape.draft_vocab_size = o_.draft_vocab;
+  shape.speculative_tokens = static_cast<int32_t>(o_.ttt_steps);
+  shape.verifier_name_or_path = fs::absolute(o_.target).lexically_normal().string();
+  shape.verifier_architectures = target_architectures(o_.target);
+  drafter_ = make_eagle3(make_eagle3_config(tc, shape), *target_, vocab, o_.init_std, o_.seed);
+  origin_ = fmt::format("fresh drafter; draft vocabulary covers {:.2f}% of the training completion tokens",
+                        100.0 * vocab_coverage(counts, vocab));
+}
+
+void Eagle3Trainer::restore_state() {
+  if (checkpoint_.empty()) return;
+  const json state = read_checkpoint_state(checkpoint_);
+  load_optimizer_checkpoint(checkpoint_, *optimizer_);
+  step_ = state.at("step").get<int64_t>();
+  tokens_seen_ = state.value("tokens_seen", int64_t{0});
+  elapsed_before_ = state.value("elapsed_seconds", 0.0);
+  const uint64_t seed = state.value("seed", o_.seed);
+  DSPARK_CHECK(seed == o_.seed, "{}: checkpoint was trained with --seed {}, now {}; batches would differ",
+               checkpoint_.string(), seed, o_.seed);
+}
+
+void Eagle3Trainer::log_setup() const {
+  const Eagle3Config& c = drafter_->config();
+  const ModelConfig& tc = target_->config();
+  if (checkpoint_.empty())
+    log_.print("starting {} ({})", o_.out.string(), origin_);
+  else
+    log_.print("resuming from {} at step {}", checkpoint_.string(), step_);
+  log_.print("eagle3 drafter: aux ids [{}] (capture layers [{}]), draft vocab {} of {}, hidden {}: {:.2f}M trainable "
+             "parameters",
+             fmt::join(c.aux_hidden_state_layer_ids, ", "), fmt::join(drafter_->capture_layers(), ", "),
+             c.draft_vocab_size, c.layer.vocab_size, c.layer.hidden_size,
+             static_cast<double>(drafter_->num_parameters()) / 1e6);
+  log_.print("target: {} ({} layers, hidden {}, vocab {}); data: {} records -> {} train / {} val sequences",
+             o_.target.string(), tc.num_hidden_layers, tc.hidden_size, tc.vocab_size, records_.size(),
+             train_seqs_.size(), val_seqs_.size());
+  log_.print("loss: forward KL on the draft vocabulary, ttt steps {} decay {}; batch {}, steps {}, lr {} -> {} warmup "
+             "{}, bf16 {}",
+             o_.ttt_steps, o_.ttt_decay, o_.batch, o_.steps, o_.lr, o_.min_lr, o_.warmup, o_.bf16);
+}
+
+Eagle3Loss Eagle3Trainer::train_step(int64_t step, int64_t& tokens) {
+  const DraftBatch batch = sampler_->batch(step);
+  tokens = batch.num_tokens;
+  const DraftTensors t = to_tensors(batch);
+  const TargetOutputs target_out = run_target(*target_, t.ids, drafter_->capture_layers(), o_.bf16);
+  Eagle3Ttt ttt;
+  {
+    Bf16Autocast autocast(o_.bf16);
+    ttt = drafter_->ttt(target_out.aux, t.ids, o_.ttt_steps);
+  }
+  Eagle3Loss loss = eagle3_loss(ttt.logits, target_out.logits, t.loss_mask, drafter_->vocab_target_ids(),
+                                Eagle3LossOptions{o_.ttt_decay});
+  loss.total.backward();
+  return loss;
+}
+
+void Eagle3Trainer::log_progress(double lr, double grad_norm) {
+  const double k = static_cast<double>(interval_.progress.steps);
+  const double tps = interval_.progress.tokens_per_second();
+  const double eta = interval_.progress.eta_seconds(o_.steps - step_);
+  const auto kl = interval_.mean(interval_.kl), acc = interval_.mean(interval_.accuracy),
+             cond = interval_.mean(interval_.conditional);
+  log_.print("step {}/{} loss {:.4f} | kl {} | acc {} | cond {} | lr {:.2e} gnorm {:.3f} tok/s {:.0f} elapsed {} "
+             "eta {}",
+             step_, o_.steps, interval_.loss / k, format_rates(kl), format_rates(acc), format_rates(cond), lr,
+             grad_norm, tps, format_duration(elapsed_before_ + train_seconds_), format_duration(eta));
+  log_.metrics({{"type", "train"}, {"step", step_}, {"loss", interval_.loss / k}, {"kl", kl}, {"accuracy", acc},
+                {"conditional_accuracy", cond}, {"lr", lr}, {"grad_norm", grad_norm}, {"tokens_per_second", tps},
+                {"tokens_seen", tokens_seen_}, {"elapsed_seconds", elapsed_before_ + train_seconds_}});
+  interval_.reset();
+}
+
+void Eagle3Trainer::evaluate() {
+  if (val_seqs_.empty()) return;
+  drafter_->eval();
+  const double t0 = now_seconds();
+  Eagle3EvalOptions eo;
+  eo.drafts = o_.eval_drafts;
+  eo.max_chains = o_.eval_chains;
+  eo.bf16 = o_.bf16;
+  eo.pad_id = pad_;
+  const Eagle3EvalResult e = evaluate_eagle3(*target_, *drafter_, val_seqs_, eo);
+  drafter_->train();
+  log_.print("eval step {}: tau greedy {:.3f} (K {}) | {} chains ({} greedy) | accept {} | cond {} ({:.1f} s)", step_,
+             e.tau_greedy, eo.drafts, e.num_chains, e.num_greedy_chains, format_rates(e.accept_greedy),
+             format_rates(e.accept_conditional), now_seconds() - t0);
+  log_.metrics({{"type", "eval"}, {"step", step_}, {"tau_greedy", e.tau_greedy}, {"drafts", eo.drafts},
+                {"chains", e.num_chains}, {"greedy_chains", e.num_greedy_chains},
+                {"accept_greedy", e.accept_greedy}, {"accept_conditional", e.accept_conditional}});
+  result_.val_tau_greedy.push_back(e.tau_greedy);
+}
+
+void Eagle3Trainer::save() {
+  json state{{"step", step_},
+             {"seed", o_.seed},
+             {"tokens_seen", tokens_seen_},
+             {"elapsed_seconds", elapsed_before_ + train_seconds_},
+             {"target", o_.target.string()},
+             {"data", o_.data.string()},
+             {"eagle3", true},
+             {"options", options_json(o_)}};
+  save_eagle3_checkpoint(o_.out, *drafter_, *optimizer_, state);
+  log_.print("checkpoint at step {}", step_);
+}
+
+Eagle3TrainResult Eagle3Trainer::run() {
+  StopSignals signals;
+  const CosineSchedule schedule{o_.lr, o_.min_lr, o_.warmup, o_.steps};
+  const double run_start = now_seconds();
+  result_.first_step = step_ + 1;
+  result_.last_step = step_;
+  int64_t steps_here = 0, tokens_here = 0, last_saved = step_;
+  while (step_ < o_.steps) {
+    if (signals.should_stop(step_, steps_here, o_.stop_after, log_)) {
+      result_.interrupted = true;
+      break;
+    }
+    const double t0 = now_seconds();
+    const int64_t this_step = step_ + 1;
+    int64_t tokens = 0;
+    const Eagle3Loss loss = train_step(this_step, tokens);
+    const double grad_norm = optimizer_->clip_grad_norm(o_.grad_clip);
+    const double lr = schedule.lr_at(this_step);
+    optimizer_->step(lr);
+    optimizer_->zero_grad();
+    step_ = this_step;
+    ++steps_here;
+    tokens_seen_ += tokens;
+    tokens_here += tokens;
+    const double loss_value = loss.total.item<double>();
+    DSPARK_CHECK(std::isfinite(loss_value), "step {}: loss is {}; stopping (last checkpoint at step {})", step_,
+                 loss_value, last_saved);
+    result_.losses.push_back(loss_value);
+    result_.accuracy.push_back(loss.accuracy);
+    result_.last_step = step_;
+    const double dt = now_seconds() - t0;
+    train_seconds_ += dt;
+    interval_.add(loss, loss_value, tokens, dt);
+    if (step_ % o_.log_every == 0 || step_ == o_.steps) log_progress(lr, grad_norm);
+    if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && step_ < o_.steps) evaluate();
+    if (o_.save_every > 0 && step_ % o_.save_every == 0 && step_ < o_.steps) {
+      save();
+      last_saved = step_;
+    }
+  }
+  if (step_ >= o_.steps && steps_here > 0) evaluate();
+  if (steps_here > 0 || checkpoint_.empty()) save();
+  if (step_ >= o_.steps && o_.export_at_end) {
+    DrafterExportOptions ex;
+    ex.verifier_name_or_path = fs::absolute(o_.target).lexically_normal().string();
+    export_eagle3(o_.out, o_.out / "drafter", ex);
+    log_.print("exported {}", (o_.out / "drafter").string());
+  }
+  result_.tokens_per_second = train_seconds_ > 0 ? static_cast<double>(tokens_here) / train_seconds_ : 0.0;
+  log_.print("done: step {}/{} in {} ({} total)", step_, o_.steps, format_duration(now_seconds() - run_start),
+             format_duration(elapsed_before_ + train_seconds_));
+  return result_;
+}
+
+}  // namespace
+
+void Eagle3TrainOptions::validate() const {
+  DSPARK_CHECK(!target.empty() && !data.empty() && !out.empty(), "eagle3: --target, --data and --out are required");
+  DSPARK_CHECK(ttt_steps >= 1, "eagle3: --ttt-steps must be >= 1, got {}", ttt_steps);
+  DSPARK_CHECK(ttt_decay > 0, "eagle3: --ttt-decay must be > 0, got {}", ttt_decay);
+  DSPARK_CHECK(draft_vocab >= 1, "eagle3: --draft-vocab must be >= 1, got {}", draft_vocab);
+  DSPARK_CHECK(batch >= 1 && steps >= 1, "eagle3: --batch and --steps must be >= 1");
+  DSPARK_CHECK(max_len >= 4, "eagle3: --max-len must be >= 4, got {}", max_len);
+  DSPARK_CHECK(val_fraction >= 0 && val_fraction < 1, "eagle3: --val-fraction must be in [0, 1), got {}",
+               val_fraction);
+  DSPARK_CHECK(lr > 0 && min_lr >= 0 && warmup >= 0, "eagle3: bad learning-rate schedule");
+  DSPARK_CHECK(log_every >= 1, "eagle3: --log-every must be >= 1");
+  DSPARK_CHECK(eval_drafts >= 1 && eval_chains >= 1, "eagle3: --eval-drafts and --eval-chains must be >= 1");
+}
+
+Eagle3TrainResult run_eagle3_training(const Eagle3TrainOptions& options) {
+  options.validate();
+  Eagle3Trainer trainer(options);
+  return trainer.run();
+}
+
+}  // namespace dspark::train
