@@ -72,14 +72,14 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
 
 void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
   cmd->add_option("--speculator", s.speculator,
-                  "\"ngram\", a draft model directory, or a DSpark/DFlash drafter directory (speculators layout)");
+                  "\"ngram\", a draft model directory, a DSpark/DFlash drafter directory (speculators layout), or an EAGLE-3 drafter (speculators or original layout)");
   cmd->add_option("--num-spec-tokens", s.num_speculative_tokens,
                   "Draft tokens per verification round (K; 0 = 5, or a drafter's own block)")
       ->capture_default_str();
   cmd->add_option("--draft-p-min", s.draft_p_min, "Draft model: stop drafting below this probability")
       ->capture_default_str();
   cmd->add_option("--draft-context-window", s.draft_context_window,
-                  "DSpark/DFlash drafter: context positions a block attends to (0 = the whole context)")
+                  "DSpark/DFlash/EAGLE-3 drafter: context positions a draft attends to (0 = the whole context)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--ngram-min", s.ngram_min, "N-gram: shortest tail matched")->capture_default_str();

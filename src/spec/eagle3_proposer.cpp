@@ -174,7 +174,8 @@ Eagle3Proposer::Eagle3Proposer(Eagle3Config config, const WeightStore& store, co
       logits_(options_.max_running * draft_vocab_),
       target_logits_(vocab_),
       active_of_request_(options_.max_running, -1),
-      last_entry_(options_.max_running, -1) {
+      last_entry_(options_.max_running, -1),
+      tails_(options_.max_running) {
   for (SlotState& s : slots_) {
     s.last_output.resize(hidden_);
     s.drafts.reserve(num_speculative_tokens_);
@@ -216,6 +217,7 @@ void Eagle3Proposer::release(int32_t slot) {
   SlotState& s = slots_[slot];
   s.blocks.release_all(allocator_);
   s.num_observed = 0;
+  s.has_pending = false;
   s.drafts.clear();
 }
 
@@ -244,6 +246,13 @@ void Eagle3Proposer::norm_inputs(int64_t rows) {
 
 void Eagle3Proposer::write_context(int64_t rows) {
   fc_.forward(features_.data(), x_.data(), rows);
+  // A slot's last row keeps its features g until the request drafts (catch_up).
+  for (int32_t t = 0; t < num_tails_; ++t) {
+    SlotState& s = slots_[tails_[t].slot];
+    std::memcpy(s.last_output.data(), x_.data() + static_cast<int64_t>(tails_[t].row) * hidden_, hidden_ * sizeof(float));
+    s.has_pending = true;
+  }
+  num_tails_ = 0;
   norm_inputs(rows);
   layer_.write_keys_values(normed_.data(), rows, positions_.data(), row_slots_.data(), rope_, kv_.layer(0), workspace_);
 }
@@ -275,8 +284,10 @@ void Eagle3Proposer::copy_features(const CommittedHiddenStates& c, int32_t i, fl
 }
 
 void Eagle3Proposer::observe(std::span<const CommittedHiddenStates> committed) {
-  // Only the last row of a slot needs its output (the first draft comes from it); every
-  // other row contributes its K/V only, which depend on the row alone: no attention, no MLP.
+  // Every row contributes its K/V, which depend on the row alone: no attention, no MLP.
+  // Only the last row of a slot needs its output r (the first draft comes from it); its
+  // features g wait in the slot until the request drafts (catch_up), so a request that
+  // does not draft this step costs one q/k/v projection per new position and nothing more.
   std::fill(last_entry_.begin(), last_entry_.end(), -1);
   for (size_t e = 0; e < committed.size(); ++e) {
     const CommittedHiddenStates& c = committed[e];
@@ -291,6 +302,7 @@ void Eagle3Proposer::observe(std::span<const CommittedHiddenStates> committed) {
     if (c.num_positions > 0) last_entry_[c.slot] = static_cast<int32_t>(e);
   }
   int64_t rows = 0;
+  num_tails_ = 0;
   for (size_t e = 0; e < committed.size(); ++e) {
     const CommittedHiddenStates& c = committed[e];
     SlotState& s = slots_[c.slot];
@@ -304,40 +316,48 @@ void Eagle3Proposer::observe(std::span<const CommittedHiddenStates> committed) {
     DSPARK_CHECK(s.blocks.reserve_window(first_visible(end), end, kv_.block_size(), allocator_),
                  "drafter KV cache exhausted");
     const bool keeps_last = last_entry_[c.slot] == static_cast<int32_t>(e);
-    const int32_t body_end = keeps_last ? end - 1 : end;
-    for (int32_t p = std::max(c.start_position, first_visible(end)); p < body_end; ++p) {
+    for (int32_t p = std::max(c.start_position, first_visible(end)); p < end; ++p) {
       if (rows == options_.max_context_rows) {
         write_context(rows);
         rows = 0;
       }
       copy_features(c, p - c.start_position, features_.data() + rows * fc_in_);
       stage_row(rows, c.tokens[p + 1], p, s.blocks);
+      if (keeps_last && p == end - 1) {
+        tails_[num_tails_++] = {static_cast<int32_t>(rows), c.slot};
+        s.pending_token = c.tokens[p + 1];
+      }
       ++rows;
     }
     s.num_observed = end;
   }
   if (rows > 0) write_context(rows);
+}
 
-  // The last rows, through the whole layer: their outputs r start the next drafts.
-  rows = 0;
-  for (size_t e = 0; e < committed.size(); ++e) {
-    const CommittedHiddenStates& c = committed[e];
-    if (c.num_positions <= 0 || last_entry_[c.slot] != static_cast<int32_t>(e)) continue;
-    const int32_t p = c.start_position + c.num_positions - 1;
-    const SlotState& s = slots_[c.slot];
-    copy_features(c, c.num_positions - 1, features_.data() + rows * fc_in_);
-    stage_row(rows, c.tokens[p + 1], p, s.blocks);
+void Eagle3Proposer::catch_up(std::span<const DraftRequest> requests) {
+  // The full layer over the waiting last rows of the requests about to draft: their K/V
+  // are in the cache already (rewritten with the same values), their outputs start drafting.
+  int64_t rows = 0;
+  for (const DraftRequest& r : requests) {
+    DSPARK_CHECK(r.slot >= 0 && r.slot < static_cast<int32_t>(slots_.size()), "slot {} outside 0..{}", r.slot,
+                 slots_.size() - 1);
+    SlotState& s = slots_[r.slot];
+    if (r.max_drafts <= 0 || !s.has_pending) continue;
+    const int32_t p = s.num_observed - 1;
+    std::memcpy(x_.data() + rows * hidden_, s.last_output.data(), hidden_ * sizeof(float));  // g
+    stage_row(rows, s.pending_token, p, s.blocks);
     seq_of_row_[rows] = static_cast<int32_t>(rows);
     num_keys_[rows] = p + 1;
     block_tables_[rows] = s.blocks.data();
-    row_slot_index_[rows] = c.slot;
+    row_slot_index_[rows] = r.slot;
     ++rows;
   }
   if (rows == 0) return;
-  fc_.forward(features_.data(), x_.data(), rows);
   run_layer(rows);
   for (int64_t i = 0; i < rows; ++i) {
-    std::memcpy(slots_[row_slot_index_[i]].last_output.data(), x_.data() + i * hidden_, hidden_ * sizeof(float));
+    SlotState& s = slots_[row_slot_index_[i]];
+    std::memcpy(s.last_output.data(), x_.data() + i * hidden_, hidden_ * sizeof(float));
+    s.has_pending = false;
   }
 }
 
@@ -363,6 +383,7 @@ int32_t Eagle3Proposer::draw(const DraftRequest& r, SlotState& s, const float* l
 void Eagle3Proposer::propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) {
   DSPARK_CHECK(requests.size() <= slots_.size(), "{} requests but only {} drafter slots", requests.size(),
                slots_.size());
+  catch_up(requests);
   active_.clear();
   std::fill(active_of_request_.begin(), active_of_request_.end(), -1);
   int32_t longest = 0;

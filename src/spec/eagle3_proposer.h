@@ -4,9 +4,11 @@
 //
 // observe(): for every newly committed position p of a request, a context row pairs the
 //   target's fused features g_p = fc(concat(h_l1, h_l2, h_l3)_p) with the next token t_{p+1}
-//   (CommittedHiddenStates::tokens) at position p; one batched layer pass over all of them
-//   writes their K/V to the slot's paged cache and keeps the last row's output r. A round's
-//   rows overwrite the scratch K/V its drafts left, so the cache holds exactly the committed
+//   (CommittedHiddenStates::tokens) at position p. A row's K/V depend on the row alone, so
+//   one batched q/k/v projection over all new rows writes them to the slot's paged cache;
+//   the last row's g waits in the slot, and catch_up() (or propose()) runs the whole layer
+//   over it, batched over the requests about to draft, for its output r. A round's rows
+//   overwrite the scratch K/V its drafts left, so the cache holds exactly the committed
 //   context computed from the target's features.
 // propose(): with n committed tokens the last context row (position n−2, token t_{n−1}) is
 //   the first draft's: logits = lm_head(norm(r)). Draft j+1 comes from a row at position
@@ -76,6 +78,7 @@ class Eagle3Proposer final : public Proposer {
   void release(int32_t slot) override;
   std::vector<int32_t> target_layers() const override { return capture_layers_; }
   void observe(std::span<const CommittedHiddenStates> committed) override;
+  void catch_up(std::span<const DraftRequest> requests) override;
 
   const Eagle3Config& config() const { return config_; }
   // Target id of each draft-vocabulary id: d + d2t[d]. [draft_vocab]
@@ -91,7 +94,10 @@ class Eagle3Proposer final : public Proposer {
   struct SlotState {
     BlockTable blocks;
     int32_t num_observed = 0;        // context rows written (committed positions seen)
-    std::vector<float> last_output;  // [hidden] r of the row at position num_observed − 1
+    // [hidden] r of the row at position num_observed − 1, or its features g while has_pending
+    std::vector<float> last_output;
+    bool has_pending = false;        // that row's layer pass waits for catch_up()
+    int32_t pending_token = 0;       // its token t_{num_observed}
     std::vector<int32_t> drafts;     // [<= K]
     std::vector<float> probs;        // [K, vocab] q
     std::vector<float> logits;       // [K, draft_vocab] the drafter's own logits
@@ -111,7 +117,7 @@ class Eagle3Proposer final : public Proposer {
   // normed_ = [RMSNorm_in(embed(token)) ; RMSNorm_hidden(x_)] per row; x_ becomes the
   // residual (the normed features with norm_before_residual).
   void norm_inputs(int64_t rows);
-  // Context rows whose output nobody reads: fc, norms, and their K/V only.
+  // Context rows: fc (the slots' last rows keep their g), norms, and their K/V only.
   void write_context(int64_t rows);
   // The whole layer over `rows` rows whose features g are in x_: x_ becomes their outputs r.
   void run_layer(int64_t rows);
@@ -163,6 +169,12 @@ class Eagle3Proposer final : public Proposer {
   std::vector<Active> active_;        // [max_running]
   std::vector<int32_t> active_of_request_;  // [max_running] index into active_, or -1
   std::vector<int32_t> last_entry_;   // [max_running] observe(): the slot's last committed entry, or -1
+  struct Tail {
+    int32_t row;   // row of the context pass being staged
+    int32_t slot;
+  };
+  std::vector<Tail> tails_;           // [max_running] last rows in the pass being staged
+  int32_t num_tails_ = 0;
   std::vector<int32_t> history_;      // committed + drafts, for penalties
 };
 
