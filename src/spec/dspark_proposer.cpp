@@ -8,6 +8,7 @@
 #include "kernels/norm.h"
 #include "model/fused_linear.h"
 #include "model/rope_frequencies.h"
+#include "spec/drafter_memory.h"
 #include "spec/drafter_tensors.h"
 
 namespace dspark {
@@ -77,16 +78,9 @@ Linear drafter_lm_head(const WeightStore& drafter, const Transformer& target, in
 KvPoolOptions kv_options(const DSparkProposerOptions& o, int64_t block) {
   KvPoolOptions kv;
   kv.block_size = o.kv_block_size;
-  // A slot holds its visible context and the block, plus a partial block at each end.
-  const int64_t context = o.context_window > 0 ? std::min(o.context_window, o.max_model_len) : o.max_model_len;
-  kv.num_blocks = o.max_running * ((context + block + o.kv_block_size - 1) / o.kv_block_size + 1 +
-                                   (o.context_window > 0 ? 1 : 0));
+  kv.num_blocks = drafter_kv_blocks(o.max_running, o.max_model_len, o.context_window, block, o.kv_block_size);
   kv.dtype = o.kv_dtype;
   return kv;
-}
-
-int64_t slot_of(const BlockTable& blocks, int64_t position, int64_t block_size) {
-  return static_cast<int64_t>(blocks.data()[position / block_size]) * block_size + position % block_size;
 }
 
 int64_t max_pending_positions(const DSparkProposerOptions& o, int64_t row_floats) {
@@ -183,14 +177,8 @@ std::unique_ptr<DSparkProposer> DSparkProposer::load(const std::filesystem::path
                                                      const std::filesystem::path& target_dir,
                                                      const DSparkProposerOptions& options) {
   DSPARK_CHECK(std::filesystem::is_directory(drafter_dir), "drafter directory {} does not exist", drafter_dir.string());
-  DSPARK_CHECK(std::filesystem::is_directory(target_dir), "target directory {} does not exist", target_dir.string());
   DrafterConfig config = DrafterConfig::from_file(drafter_dir);
-  TransformerOptions target_options;
-  target_options.compute = options.compute;
-  target_options.quantization = options.quantization;
-  target_options.max_batch_tokens = 1;
-  target_options.max_sequences = 1;
-  const auto target = Transformer::load(target_dir, target_options);
+  const auto target = load_target_for_drafter(target_dir, options.compute, options.quantization);
   const WeightStore drafter(drafter_dir);
   return std::make_unique<DSparkProposer>(std::move(config), drafter, *target, options);
 }

@@ -9,6 +9,7 @@
 #include "kernels/norm.h"
 #include "model/fused_linear.h"
 #include "model/rope_frequencies.h"
+#include "spec/drafter_memory.h"
 
 namespace dspark {
 namespace {
@@ -94,15 +95,9 @@ const Eagle3Config& check_config(const Eagle3Config& c, const WeightStore& store
 KvPoolOptions kv_options(const Eagle3ProposerOptions& o, int64_t drafts) {
   KvPoolOptions kv;
   kv.block_size = o.kv_block_size;
-  const int64_t context = o.context_window > 0 ? std::min(o.context_window, o.max_model_len) : o.max_model_len;
-  kv.num_blocks = o.max_running * ((context + drafts + o.kv_block_size - 1) / o.kv_block_size + 1 +
-                                   (o.context_window > 0 ? 1 : 0));
+  kv.num_blocks = drafter_kv_blocks(o.max_running, o.max_model_len, o.context_window, drafts, o.kv_block_size);
   kv.dtype = o.kv_dtype;
   return kv;
-}
-
-int64_t slot_of(const BlockTable& blocks, int64_t position, int64_t block_size) {
-  return static_cast<int64_t>(blocks.data()[position / block_size]) * block_size + position % block_size;
 }
 
 }  // namespace
@@ -193,12 +188,7 @@ std::unique_ptr<Eagle3Proposer> Eagle3Proposer::load(const std::filesystem::path
                                                      const Eagle3ProposerOptions& options) {
   DSPARK_CHECK(std::filesystem::is_directory(drafter_dir), "drafter directory {} does not exist", drafter_dir.string());
   Eagle3Config config = Eagle3Config::from_file(drafter_dir);
-  TransformerOptions target_options;
-  target_options.compute = options.compute;
-  target_options.quantization = options.quantization;
-  target_options.max_batch_tokens = 1;
-  target_options.max_sequences = 1;
-  const auto target = Transformer::load(target_dir, target_options);
+  const auto target = load_target_for_drafter(target_dir, options.compute, options.quantization);
   const WeightStore store(drafter_dir);
   return std::make_unique<Eagle3Proposer>(std::move(config), store, *target, options);
 }
