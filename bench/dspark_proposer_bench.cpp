@@ -138,7 +138,7 @@ struct Fixture {
   void reset(int32_t slot) {
     drafter->release(slot);
     observed[slot] = 0;
-    CommittedHiddenStates c{slot, 0, static_cast<int32_t>(kHistory), hidden.data(), 0, 512};
+    CommittedHiddenStates c{slot, 0, static_cast<int32_t>(kHistory), hidden.data(), 0, 512, {}};
     c.layer_stride = 0;  // the same rows for every aux layer: values do not matter here
     drafter->observe({&c, 1});
     observed[slot] = kHistory;
@@ -269,7 +269,7 @@ void BM_LongContext(benchmark::State& state) {
   o.context_window = state.range(1);
   const auto p = DSparkProposer::load(drafter, target_dir(), o);
   auto observe = [&](int32_t start, int32_t rows) {
-    const CommittedHiddenStates c{0, start, rows, hidden.data(), kChunk * 512, 512};
+    const CommittedHiddenStates c{0, start, rows, hidden.data(), kChunk * 512, 512, tokens};
     p->observe({&c, 1});
   };
   double prefill_sum = 0, round_sum = 0;

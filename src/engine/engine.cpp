@@ -97,7 +97,9 @@ Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptio
       spec_metrics_(proposer_ ? proposer_->num_speculative_tokens() : 0) {
   const int32_t k = proposer_ ? proposer_->num_speculative_tokens() : 0;
   if (proposer_ && options_.spec_schedule == SpecSchedule::kAdaptive) {
-    draft_budget_ = std::make_unique<DraftBudget>(k, options_.max_running, options_.step_cost);
+    const DrafterCostShape shape = proposer_->capabilities().drafts_one_at_a_time ? DrafterCostShape::kPerDraft
+                                                                                  : DrafterCostShape::kPerStep;
+    draft_budget_ = std::make_unique<DraftBudget>(k, options_.max_running, options_.step_cost, shape);
   }
   draft_requests_.reserve(options_.max_running);
   draft_results_.resize(options_.max_running);
@@ -214,7 +216,11 @@ void Engine::propose_drafts() {
   if (draft_requests_.empty()) return;
   std::span<Draft> results(draft_results_.data(), draft_requests_.size());
   int64_t drafting = 0;
-  for (const DraftRequest& dr : draft_requests_) drafting += dr.max_drafts > 0 ? 1 : 0;
+  int32_t max_drafts = 0;
+  for (const DraftRequest& dr : draft_requests_) {
+    drafting += dr.max_drafts > 0 ? 1 : 0;
+    max_drafts = std::max(max_drafts, dr.max_drafts);
+  }
   const double catch_up_start = now_seconds();
   proposer_->catch_up(draft_requests_);
   const double start = now_seconds();
@@ -222,7 +228,7 @@ void Engine::propose_drafts() {
   proposer_->propose(draft_requests_, results);
   const double seconds = now_seconds() - start;
   schedule_metrics_.draft_seconds += seconds;
-  if (draft_budget_) draft_budget_->record_drafting(drafting, seconds);
+  if (draft_budget_) draft_budget_->record_drafting(drafting, max_drafts, seconds);
   for (size_t i = 0; i < draft_owners_.size(); ++i) {
     Request& r = *draft_owners_[i];
     const Draft& d = results[i];

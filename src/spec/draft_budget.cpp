@@ -6,8 +6,10 @@
 
 namespace dspark {
 
-DraftBudget::DraftBudget(int32_t num_speculative_tokens, int64_t max_running, std::shared_ptr<const StepCostTable> cost)
+DraftBudget::DraftBudget(int32_t num_speculative_tokens, int64_t max_running, std::shared_ptr<const StepCostTable> cost,
+                         DrafterCostShape shape)
     : cost_(std::move(cost)),
+      shape_(shape),
       drafter_cost_(max_running),
       expected_survival_(num_speculative_tokens, 0.0),
       survival_(max_running, std::vector<double>(num_speculative_tokens)) {
@@ -28,23 +30,30 @@ double DraftBudget::acceptance_estimate(size_t position, const SpecDecodeMetrics
 
 int32_t DraftBudget::drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured) {
   const int32_t k = static_cast<int32_t>(expected_survival_.size());
-  const double draft_seconds = drafter_cost_.seconds(num_decoding);
-  int32_t budget = PrefixScheduler::max_useful_drafts(num_decoding, k, *cost_, draft_seconds);
+  const DrafterTime drafter = drafter_time(num_decoding);
+  int32_t budget = PrefixScheduler::max_useful_drafts(num_decoding, k, *cost_, drafter);
   double a = 1.0;
   for (size_t i = 0; i < expected_survival_.size(); ++i) {
     a *= acceptance_estimate(i, measured);
     expected_survival_[i] = a;
   }
   const int32_t useful = PrefixScheduler::expected_useful_drafts(num_decoding, budget, expected_survival_, *cost_);
-  budget = PrefixScheduler::expected_useful_drafts(num_decoding, budget, expected_survival_, *cost_, draft_seconds);
+  budget = PrefixScheduler::expected_useful_drafts(num_decoding, budget, expected_survival_, *cost_, drafter);
   constexpr int64_t kRemeasureEvery = 64;
   if (budget == 0 && useful > 0 && ++steps_without_drafting_ >= kRemeasureEvery) budget = useful;
   if (budget > 0) steps_without_drafting_ = 0;
   return budget;
 }
 
-void DraftBudget::record_drafting(int64_t num_drafting, double seconds) {
-  if (num_drafting > 0) drafter_cost_.record(num_drafting, seconds);
+void DraftBudget::record_drafting(int64_t num_drafting, int32_t max_drafts, double seconds) {
+  if (num_drafting <= 0 || max_drafts <= 0) return;
+  const double passes = shape_ == DrafterCostShape::kPerDraft ? static_cast<double>(max_drafts) : 1.0;
+  drafter_cost_.record(num_drafting, seconds / passes);
+}
+
+DrafterTime DraftBudget::drafter_time(int64_t num_drafting) const {
+  const double seconds = drafter_cost_.seconds(num_drafting);
+  return shape_ == DrafterCostShape::kPerDraft ? DrafterTime::per_draft_seconds(seconds) : DrafterTime(seconds);
 }
 
 double DraftBudget::choose_lengths(std::span<const Candidate> candidates, int64_t num_decoding,
@@ -69,8 +78,10 @@ double DraftBudget::choose_lengths(std::span<const Candidate> candidates, int64_
   for (int64_t i = static_cast<int64_t>(candidates.size()); i < num_decoding; ++i) views_.emplace_back();
   chosen_.assign(views_.size(), 0);
   // The drafter has run for the requests that drafted: its time is the step's overhead.
-  const double predicted = prefix_scheduler_.choose(views_, *cost_, chosen_,
-                                                    drafter_cost_.seconds(static_cast<int64_t>(candidates.size())));
+  int32_t max_drafts = 0;
+  for (const Candidate& c : candidates) max_drafts = std::max(max_drafts, c.num_drafts);
+  const double overhead = drafter_time(static_cast<int64_t>(candidates.size())).at(max_drafts);
+  const double predicted = prefix_scheduler_.choose(views_, *cost_, chosen_, overhead);
   std::copy_n(chosen_.begin(), lengths.size(), lengths.begin());
   return predicted;
 }

@@ -5,7 +5,8 @@
 //                    more than the admission could take even if every draft were
 //                    accepted, and none when the drafts' expected saving does not cover
 //                    the drafter's own measured time (drafting for a busy machine is pure
-//                    loss). Now and then it drafts anyway, so that one stale or unlucky
+//                    loss); an autoregressive drafter's time is measured per draft
+//                    position, so fewer drafts are also cheaper to make. Now and then it drafts anyway, so that one stale or unlucky
 //                    measurement cannot switch the drafter off for good.
 //   after drafting   how many of each request's drafts to verify: PrefixScheduler::choose
 //                    over per-request survival a_{r,i} = prod_{j<=i} c_{r,j}, with the
@@ -30,13 +31,17 @@ namespace dspark {
 
 class DraftBudget {
  public:
-  DraftBudget(int32_t num_speculative_tokens, int64_t max_running, std::shared_ptr<const StepCostTable> cost);
+  DraftBudget(int32_t num_speculative_tokens, int64_t max_running, std::shared_ptr<const StepCostTable> cost,
+              DrafterCostShape shape = DrafterCostShape::kPerStep);
 
   // Drafts per request worth making this step, with num_decoding requests decoding.
   // measured: the engine's acceptance counts so far.
   int32_t drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured);
-  // The drafter's wall time for one propose() over num_drafting requests.
-  void record_drafting(int64_t num_drafting, double seconds);
+  // The drafter's wall time for one propose() over num_drafting requests, the longest of
+  // which asked for max_drafts.
+  void record_drafting(int64_t num_drafting, int32_t max_drafts, double seconds);
+  // The drafter's expected time over num_drafting requests, by drafts per request.
+  DrafterTime drafter_time(int64_t num_drafting) const;
 
   // One decoding request's drafts, as the verification length choice sees them.
   struct Candidate {
@@ -58,7 +63,8 @@ class DraftBudget {
 
   std::shared_ptr<const StepCostTable> cost_;
   PrefixScheduler prefix_scheduler_;
-  DrafterCost drafter_cost_;
+  DrafterCostShape shape_;
+  DrafterCost drafter_cost_;  // seconds per propose() (kPerStep) or per draft position (kPerDraft)
   int64_t steps_without_drafting_ = 0;  // steps the drafter's cost alone kept it idle
   std::vector<double> expected_survival_;          // [K] the budget's estimate
   std::vector<std::vector<double>> survival_;      // [max_running][K] a_{r,i}

@@ -7,6 +7,25 @@
 
 namespace dspark {
 
+// The drafter's time as a function of the drafts per request n: a block drafter (DSpark,
+// DFlash) drafts every position in one pass, so its time is fixed; an autoregressive one
+// (EAGLE-3, a draft model) runs one pass per draft, so its time is per_draft · n.
+struct DrafterTime {
+  double fixed = 0;      // seconds whatever n (n >= 1)
+  double per_draft = 0;  // seconds per draft position
+  DrafterTime() = default;
+  DrafterTime(double fixed_seconds) : fixed(fixed_seconds) {}  // NOLINT: a plain overhead converts
+  static DrafterTime per_draft_seconds(double seconds) {
+    DrafterTime t;
+    t.per_draft = seconds;
+    return t;
+  }
+  double at(int32_t num_drafts) const { return num_drafts <= 0 ? 0.0 : fixed + per_draft * num_drafts; }
+};
+
+// How a proposer's propose() time grows with the drafts asked of it.
+enum class DrafterCostShape { kPerStep, kPerDraft };
+
 // The drafter's wall time per step as a function of the number of drafting requests R,
 // measured online (an exponential moving average per R). The drafter runs before the
 // scheduler and its time is not in SPS(B): the drafter budget and the admission take it

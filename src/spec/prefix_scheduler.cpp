@@ -92,13 +92,15 @@ double PrefixScheduler::choose(std::span<const std::span<const double>> survival
 }
 
 int32_t PrefixScheduler::max_useful_drafts(int64_t num_requests, int32_t max_drafts, const StepCostTable& cost,
-                                           double overhead_seconds) {
+                                           DrafterTime drafter) {
   if (num_requests <= 0) return 0;
-  const double baseline = step_rate(static_cast<double>(num_requests), num_requests, cost, overhead_seconds);
+  DSPARK_CHECK(drafter.fixed >= 0 && drafter.per_draft >= 0, "the drafter's time must be >= 0, got {} + {}/draft",
+               drafter.fixed, drafter.per_draft);
+  const double baseline = step_rate(static_cast<double>(num_requests), num_requests, cost, drafter.fixed);
   int32_t useful = 0;
   for (int32_t n = 1; n <= max_drafts; ++n) {
     // Best case: every extra verified token is accepted.
-    const double phi = step_rate(static_cast<double>(num_requests + n), num_requests + n, cost, overhead_seconds);
+    const double phi = step_rate(static_cast<double>(num_requests + n), num_requests + n, cost, drafter.at(n));
     if (phi >= baseline) useful = n;
   }
   return useful;
@@ -106,33 +108,45 @@ int32_t PrefixScheduler::max_useful_drafts(int64_t num_requests, int32_t max_dra
 
 int32_t PrefixScheduler::expected_useful_drafts(int64_t num_requests, int32_t max_drafts,
                                                 std::span<const double> expected_survival,
-                                                const StepCostTable& cost, double draft_seconds) {
+                                                const StepCostTable& cost, DrafterTime drafter) {
   if (num_requests <= 0) return 0;
   DSPARK_CHECK(static_cast<int64_t>(expected_survival.size()) >= max_drafts,
                "expected survival has {} positions for {} drafts", expected_survival.size(), max_drafts);
-  DSPARK_CHECK(draft_seconds >= 0, "the drafter's time must be >= 0, got {}", draft_seconds);
-  // choose() on num_requests identical requests with the drafter's time as the step's
-  // overhead: candidates in survival order are every request's position 1, then every
-  // position 2, ...; admitted one at a time until Φ drops.
-  int64_t batch = num_requests;
-  double tau = static_cast<double>(num_requests);
-  const double plain_phi = tau * cost.sps(batch);
-  double best_phi = step_rate(tau, batch, cost, draft_seconds);
+  DSPARK_CHECK(drafter.fixed >= 0 && drafter.per_draft >= 0, "the drafter's time must be >= 0, got {} + {}/draft",
+               drafter.fixed, drafter.per_draft);
+  const double plain_phi = static_cast<double>(num_requests) * cost.sps(num_requests);
   int32_t useful = 0;
-  // Drafting must beat plain decoding, which pays no drafter.
-  auto verdict = [&] { return best_phi >= plain_phi ? useful : 0; };
+  double useful_phi = 0;
+  // For each n, choose() on num_requests identical requests with n drafts each and the
+  // drafter's time for n as the step's overhead: candidates in survival order are every
+  // request's position 1, then every position 2, ...; admitted one at a time until Φ
+  // drops. A plan that stops below n is dominated by the plan for fewer drafts, which
+  // costs no more to draft.
   for (int32_t n = 1; n <= max_drafts; ++n) {
-    const double s = expected_survival[static_cast<size_t>(n - 1)];
-    for (int64_t r = 0; r < num_requests; ++r) {
-      ++batch;
-      tau += s;
-      const double phi = step_rate(tau, batch, cost, draft_seconds);
-      if (phi < best_phi) return verdict();
-      best_phi = phi;
+    const double overhead = drafter.at(n);
+    int64_t batch = num_requests;
+    double tau = static_cast<double>(num_requests);
+    double best_phi = step_rate(tau, batch, cost, overhead);
+    int32_t reached = 0;
+    for (int32_t level = 1; level <= n && reached == level - 1; ++level) {
+      const double s = expected_survival[static_cast<size_t>(level - 1)];
+      for (int64_t r = 0; r < num_requests; ++r) {
+        const double phi = step_rate(tau + s, batch + 1, cost, overhead);
+        if (phi < best_phi) break;
+        ++batch;
+        tau += s;
+        best_phi = phi;
+        reached = level;
+      }
+      if (batch < num_requests * (level + 1)) break;  // the admission stopped inside this level
+    }
+    if (reached == n && best_phi >= useful_phi) {
       useful = n;
+      useful_phi = best_phi;
     }
   }
-  return verdict();
+  // Drafting must beat plain decoding, which pays no drafter.
+  return useful_phi >= plain_phi ? useful : 0;
 }
 
 }  // namespace dspark

@@ -29,6 +29,8 @@
 #include <span>
 #include <vector>
 
+#include "spec/drafter_cost.h"
+
 namespace dspark {
 
 // SPS(B) for B = 1 .. max_tokens: steps per second of one target forward of B tokens.
@@ -70,22 +72,25 @@ class PrefixScheduler {
                 std::span<int32_t> lengths, double overhead_seconds = 0);
 
   // The most drafts any request could usefully verify at load R: past this many extra
-  // tokens, even certain acceptance cannot beat verifying anchors only, with the same
-  // overhead (used to budget the drafter).
+  // tokens, even certain acceptance cannot beat verifying anchors only, with the drafter's
+  // fixed time paid either way and its per-draft time only for the drafts (used to budget
+  // the drafter).
   static int32_t max_useful_drafts(int64_t num_requests, int32_t max_drafts, const StepCostTable& cost,
-                                   double overhead_seconds = 0);
+                                   DrafterTime drafter = {});
 
   // The most drafts per request worth proposing at load R when every request is expected
   // to survive position i with probability expected_survival[i] (cumulative, measured
   // online): the longest prefix that choose() would admit for R identical requests with
-  // that survival and the drafter's time draft_seconds as t_o (greedy by survival,
-  // stopping at the first drop of Φ) — or 0 when that plan yields fewer tokens per second
-  // than plain decoding, which pays no drafter (R·SPS(R)). Unlike max_useful_drafts this
-  // is an estimate, not a bound: it keeps the drafter from running when the machine is
-  // too busy for its drafts to pay for themselves.
+  // that survival and the drafter's time for n drafts as t_o (greedy by survival,
+  // stopping at the first drop of Φ), over every n whose plan reaches position n: the n of
+  // the best Φ — or 0 when that plan yields fewer tokens per second than plain decoding,
+  // which pays no drafter (R·SPS(R)). With a fixed drafter time this is the level where
+  // one admission stops; with a per-draft time, fewer drafts also cost less to make.
+  // Unlike max_useful_drafts this is an estimate, not a bound: it keeps the drafter from
+  // running when the machine is too busy for its drafts to pay for themselves.
   static int32_t expected_useful_drafts(int64_t num_requests, int32_t max_drafts,
                                         std::span<const double> expected_survival, const StepCostTable& cost,
-                                        double draft_seconds = 0);
+                                        DrafterTime drafter = {});
 
  private:
   struct Candidate {

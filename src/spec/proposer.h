@@ -27,6 +27,7 @@ struct ProposerCapabilities {
   bool owns_kv_cache = false;               // keeps per-request KV (must see release())
   bool provides_draft_probs = false;        // q for the verifier; else one-hot drafts
   bool provides_confidence = false;         // per-position acceptance estimates c_j
+  bool drafts_one_at_a_time = false;        // one pass per draft: propose() time grows with max_drafts
 };
 
 // Target hidden states of one request's newly committed positions, handed to proposers

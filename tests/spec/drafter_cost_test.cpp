@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/check.h"
+#include "spec/draft_budget.h"
 
 namespace dspark {
 namespace {
@@ -28,6 +29,25 @@ TEST(DrafterCost, AveragesPerRequestCountAndScalesToTheNearestMeasured) {
   EXPECT_DOUBLE_EQ(slow.seconds(1), 1.05);
   EXPECT_THROW(slow.record(2, 1.0), Error);
   EXPECT_THROW(slow.record(0, 1.0), Error);
+}
+
+// An autoregressive drafter's propose() time is kept per draft position, so the budget
+// sees that fewer drafts cost less; a block drafter's time is the same for any count.
+TEST(DraftBudget, DrafterTimePerStepOrPerDraft) {
+  const auto sps = std::make_shared<const StepCostTable>(std::vector<double>{100.0, 90.0, 80.0});
+  DraftBudget per_draft(8, 4, sps, DrafterCostShape::kPerDraft);
+  per_draft.record_drafting(2, 4, 1.0);  // first call: set-up, not counted
+  per_draft.record_drafting(2, 4, 0.040);
+  per_draft.record_drafting(2, 0, 9.0);  // no drafts asked: nothing to learn
+  EXPECT_DOUBLE_EQ(per_draft.drafter_time(2).at(4), 0.040);
+  EXPECT_DOUBLE_EQ(per_draft.drafter_time(2).at(1), 0.010);
+  EXPECT_DOUBLE_EQ(per_draft.drafter_time(4).at(2), 0.040);  // linear in R as well
+  EXPECT_EQ(per_draft.drafter_time(2).at(0), 0.0);
+  DraftBudget per_step(8, 4, sps, DrafterCostShape::kPerStep);
+  per_step.record_drafting(2, 4, 1.0);
+  per_step.record_drafting(2, 4, 0.040);
+  EXPECT_DOUBLE_EQ(per_step.drafter_time(2).at(1), 0.040);
+  EXPECT_DOUBLE_EQ(per_step.drafter_time(2).at(8), 0.040);
 }
 
 }  // namespace

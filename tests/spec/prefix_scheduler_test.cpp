@@ -152,6 +152,29 @@ TEST(PrefixScheduler, ExpectedUsefulDraftsPaysForTheDrafter) {
   EXPECT_THROW(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, -1.0), Error);
 }
 
+TEST(PrefixScheduler, ExpectedUsefulDraftsWithADrafterThatPaysPerDraft) {
+  const std::vector<double> likely = {0.9, 0.72, 0.5, 0.3, 0.1, 0.05, 0.02, 0.01};
+  const StepCostTable mild = affine_cost(0.1, 256);
+  // R = 1. A fixed 0.4 s drafter: four drafts, Φ = 3.42 / (1.4 + 0.4) = 1.90. The same
+  // 0.4 s spread over four drafts (0.1 each): three drafts cost 0.3, Φ = 3.12 / 1.6 =
+  // 1.95 beats four at 3.42 / 1.8 = 1.90.
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, 0.4), 4);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, DrafterTime::per_draft_seconds(0.1)), 3);
+  // 0.5 per draft: Φ 1.19 at one draft and at two (2.62 / 2.2), 1.11 at three: two.
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, DrafterTime::per_draft_seconds(0.5)), 2);
+  // 0.7: one draft (1.9 / 1.8 = 1.06 > 1), where a fixed 0.7 s would still pick four.
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, DrafterTime::per_draft_seconds(0.7)), 1);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, 0.7), 4);
+  // R = 16: one draft each at 0.5 per draft (Φ 6.61 > plain 6.4); none at 0.7 (6.33).
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild, DrafterTime::per_draft_seconds(0.5)), 1);
+  EXPECT_EQ(PrefixScheduler::expected_useful_drafts(16, 8, likely, mild, DrafterTime::per_draft_seconds(0.7)), 0);
+  // The bound: with SPS = 1 everywhere, n certain drafts give (1 + n) / (1 + t·n) against
+  // 1 for the anchor alone: all of them while t <= 1, none past it.
+  EXPECT_EQ(PrefixScheduler::max_useful_drafts(1, 8, affine_cost(0.0), DrafterTime::per_draft_seconds(1.0)), 8);
+  EXPECT_EQ(PrefixScheduler::max_useful_drafts(1, 8, affine_cost(0.0), DrafterTime::per_draft_seconds(1.5)), 0);
+  EXPECT_THROW(PrefixScheduler::expected_useful_drafts(1, 8, likely, mild, DrafterTime::per_draft_seconds(-1)), Error);
+}
+
 // The paper's counterexample, run as a sampling experiment through the real scheduler and
 // rejection sampler. Vocabulary {A, B}; target p = (0.7, 0.3) at every position; draft
 // q = (0.5, 0.5); c1 = 0.8; c2 = 0.9 if x1 = A else 0; SPS = 1, 0.5, 0.45. The first

@@ -55,7 +55,9 @@ CalibrateResult run_calibration(const CalibrateOptions& o) {
   drafter->eval();
   DSPARK_CHECK(drafter->has_confidence(), "calibrate: drafter {} has no confidence head", o.drafter.string());
 
-  const auto records = read_regen_data(o.data);
+  RegenReadReport read_report;
+  const auto records = read_regen_data(o.data, target->config().vocab_size, &read_report);
+  if (!read_report.summary().empty()) print(read_report.summary());
   auto seqs = make_draft_sequences(records, /*held_out=*/true, o.val_fraction,
                                    static_cast<int32_t>(target->config().eos_token_id), o.max_len);
   if (o.max_sequences > 0 && static_cast<int64_t>(seqs.size()) > o.max_sequences)

@@ -141,7 +141,9 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
   drafter->train();
 
   // Data.
-  const auto records = read_regen_data(o.data);
+  RegenReadReport read_report;
+  const auto records = read_regen_data(o.data, tc.vocab_size, &read_report);
+  if (!read_report.summary().empty()) log.line(read_report.summary());
   const int32_t eos = static_cast<int32_t>(tc.eos_token_id);
   const int32_t pad = eos >= 0 ? eos : 0;
   const auto train_seqs = make_draft_sequences(records, false, o.val_fraction, eos, o.max_len);

@@ -140,7 +140,9 @@ Eagle3Trainer::Eagle3Trainer(const Eagle3TrainOptions& o) : o_(o), log_(o.out, o
 }
 
 void Eagle3Trainer::load_data() {
-  records_ = read_regen_data(o_.data);
+  RegenReadReport read_report;
+  records_ = read_regen_data(o_.data, target_->config().vocab_size, &read_report);
+  if (!read_report.summary().empty()) log_.line(read_report.summary());
   const int32_t eos = static_cast<int32_t>(target_->config().eos_token_id);
   pad_ = eos >= 0 ? eos : 0;
   train_seqs_ = make_draft_sequences(records_, false, o_.val_fraction, eos, o_.max_len);

@@ -48,7 +48,13 @@ RegenRecord regen_record_from_json(const std::string& line, const std::string& w
   return r;
 }
 
-std::vector<RegenRecord> read_regen_records(const fs::path& path) {
+std::string RegenReadReport::summary() const {
+  if (corrupt_lines == 0 && out_of_vocab == 0) return {};
+  return fmt::format("regen data: skipped {} corrupt line(s) and {} record(s) with out-of-vocabulary ids (first: {})",
+                     corrupt_lines, out_of_vocab, first_problem);
+}
+
+std::vector<RegenRecord> read_regen_records(const fs::path& path, RegenReadReport* report) {
   std::vector<RegenRecord> out;
   std::ifstream in(path);
   if (!in) return out;
@@ -60,26 +66,51 @@ std::vector<RegenRecord> read_regen_records(const fs::path& path) {
     const bool complete = !in.eof();  // the last line of a killed writer has no newline
     try {
       out.push_back(regen_record_from_json(line, fmt::format("{}:{}", path.string(), line_no)));
-    } catch (const Error&) {
-      if (complete) throw;
-      // else: a truncated final line, ignored (regen rewrites it)
+    } catch (const Error& e) {
+      if (!complete) continue;  // a truncated final line (regen rewrites it)
+      if (report) {
+        if (report->first_problem.empty()) report->first_problem = e.what();
+        ++report->corrupt_lines;
+      }
     }
   }
   return out;
 }
 
-std::vector<RegenRecord> read_regen_data(const fs::path& path) {
+namespace {
+
+bool ids_in_vocab(const std::vector<int32_t>& ids, int64_t vocab_size) {
+  return std::all_of(ids.begin(), ids.end(), [&](int32_t id) { return id >= 0 && id < vocab_size; });
+}
+
+}  // namespace
+
+std::vector<RegenRecord> read_regen_data(const fs::path& path, int64_t vocab_size, RegenReadReport* report) {
   DSPARK_CHECK(fs::exists(path), "regen data {} does not exist", path.string());
-  if (!fs::is_directory(path)) return read_regen_records(path);
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(path))
-    if (entry.is_regular_file() && entry.path().extension() == ".jsonl") files.push_back(entry.path());
-  std::sort(files.begin(), files.end());
-  DSPARK_CHECK(!files.empty(), "regen data directory {} has no .jsonl file", path.string());
+  if (fs::is_directory(path)) {
+    for (const auto& entry : fs::directory_iterator(path))
+      if (entry.is_regular_file() && entry.path().extension() == ".jsonl") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    DSPARK_CHECK(!files.empty(), "regen data directory {} has no .jsonl file", path.string());
+  } else {
+    files.push_back(path);
+  }
+  RegenReadReport local;
+  RegenReadReport& r = report ? *report : local;
   std::vector<RegenRecord> out;
   for (const auto& f : files) {
-    auto part = read_regen_records(f);
-    out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    for (RegenRecord& record : read_regen_records(f, &r)) {
+      if (vocab_size > 0 && !(ids_in_vocab(record.prompt_ids, vocab_size) &&
+                              ids_in_vocab(record.completion_ids, vocab_size))) {
+        if (r.first_problem.empty())
+          r.first_problem = fmt::format("{}: record '{}' has a token id outside [0, {})", f.string(), record.id,
+                                        vocab_size);
+        ++r.out_of_vocab;
+        continue;
+      }
+      out.push_back(std::move(record));
+    }
   }
   return out;
 }

@@ -7,7 +7,8 @@
 // completion_ids never contain the EOS token; finish_reason "eos" says the target ended
 // the answer with it (the drafter data appends it back, so drafters learn to stop).
 // `id` names the prompt (source and index), so an interrupted run resumes by skipping ids
-// already in the file. A truncated last line (a killed writer) is ignored on read.
+// already in the file. A truncated last line (a killed writer) is ignored on read; other
+// corrupt lines are skipped and counted (RegenReadReport).
 //
 // Held-out split: a record is held out when a hash of its id falls below val_fraction, so
 // the split is stable across resumes, reruns and file order.
@@ -34,11 +35,23 @@ struct RegenRecord {
 std::string regen_record_to_json(const RegenRecord& record);
 RegenRecord regen_record_from_json(const std::string& line, const std::string& where);
 
-// Reads every complete record of a JSONL file (missing file: empty). Throws naming the file
-// and line for a malformed line other than a truncated last one.
-std::vector<RegenRecord> read_regen_records(const std::filesystem::path& path);
-// Reads every *.jsonl file of a directory, or the one file given.
-std::vector<RegenRecord> read_regen_data(const std::filesystem::path& path);
+// What reading skipped: a corrupt line or record never stops a training run, it is left
+// out and counted, and the run's log says so.
+struct RegenReadReport {
+  int64_t corrupt_lines = 0;  // malformed JSON or fields, other than a truncated last line
+  int64_t out_of_vocab = 0;   // records with a token id outside [0, vocab_size)
+  std::string first_problem;  // file:line and what was wrong with the first skipped one
+  // One log line, or "" when nothing was skipped.
+  std::string summary() const;
+};
+
+// Reads every complete record of a JSONL file (missing file: empty). A truncated last line
+// (a killed writer) is ignored; any other malformed line is skipped and counted in report.
+std::vector<RegenRecord> read_regen_records(const std::filesystem::path& path, RegenReadReport* report = nullptr);
+// Reads every *.jsonl file of a directory, or the one file given. With vocab_size > 0,
+// records holding a token id outside [0, vocab_size) are skipped and counted as well.
+std::vector<RegenRecord> read_regen_data(const std::filesystem::path& path, int64_t vocab_size = 0,
+                                         RegenReadReport* report = nullptr);
 
 // True when the record belongs to the held-out split.
 bool is_held_out(const std::string& id, double val_fraction);

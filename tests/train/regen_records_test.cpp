@@ -1,0 +1,71 @@
+// Regen data on disk: a corrupt line or record is skipped and counted, never fatal; a
+// truncated last line (a killed writer) is ignored without being counted.
+#include "train/draft/regen_records.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace dspark::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+RegenRecord record(const std::string& id, std::vector<int32_t> prompt, std::vector<int32_t> completion) {
+  RegenRecord r;
+  r.id = id;
+  r.source = "gsm8k";
+  r.prompt_ids = std::move(prompt);
+  r.completion_ids = std::move(completion);
+  r.finish_reason = "length";
+  return r;
+}
+
+TEST(RegenRecords, CorruptLinesAndOutOfVocabularyRecordsAreSkippedAndCounted) {
+  const fs::path dir = fs::temp_directory_path() / ("dspark_regen_records_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream a(dir / "a.jsonl");
+    a << regen_record_to_json(record("gsm8k:1", {3, 4}, {5, 6, 7})) << "\n";
+    a << "{\"id\": \"gsm8k:2\", \"prompt_ids\": [3, 4], \"completion_ids\": [5,\n";  // cut mid-record
+    a << "not json at all\n";
+    a << "{\"id\": \"gsm8k:3\", \"prompt_ids\": \"three\", \"completion_ids\": []}\n";  // wrong field type
+    a << regen_record_to_json(record("gsm8k:4", {3, 4}, {5, 100})) << "\n";           // id 100 >= vocab
+    a << regen_record_to_json(record("gsm8k:5", {-1}, {5})) << "\n";                   // negative id
+    a << regen_record_to_json(record("gsm8k:6", {9}, {8, 7})) << "\n";
+    a << "{\"id\": \"gsm8k:7\", \"prompt_ids\": [1, 2";  // a killed writer's last line
+    std::ofstream b(dir / "b.jsonl");
+    b << regen_record_to_json(record("code:1", {1}, {2, 3})) << "\n";
+    std::ofstream ignored(dir / "notes.txt");
+    ignored << "not data\n";
+  }
+  RegenReadReport report;
+  const std::vector<RegenRecord> records = read_regen_data(dir, 100, &report);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].id, "gsm8k:1");
+  EXPECT_EQ(records[1].id, "gsm8k:6");
+  EXPECT_EQ(records[2].id, "code:1");
+  EXPECT_EQ(report.corrupt_lines, 3);
+  EXPECT_EQ(report.out_of_vocab, 2);
+  EXPECT_NE(report.first_problem.find("a.jsonl:2"), std::string::npos) << report.first_problem;
+  EXPECT_NE(report.summary().find("skipped 3 corrupt line(s) and 2 record(s)"), std::string::npos);
+
+  // Without a vocabulary only the corrupt lines go; resuming regen reads the same way.
+  RegenReadReport no_vocab;
+  EXPECT_EQ(read_regen_data(dir, 0, &no_vocab).size(), 5u);
+  EXPECT_EQ(no_vocab.out_of_vocab, 0);
+  EXPECT_EQ(read_regen_records(dir / "a.jsonl").size(), 4u);
+
+  // Clean data reports nothing.
+  RegenReadReport clean;
+  EXPECT_EQ(read_regen_data(dir / "b.jsonl", 100, &clean).size(), 1u);
+  EXPECT_EQ(clean.summary(), "");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dspark::train
