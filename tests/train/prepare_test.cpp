@@ -256,6 +256,16 @@ TEST_F(FakeSharedDir, ShardReaderRejectsTruncatedFiles) {
   EXPECT_NO_THROW(TokenShards{options.out_dir});
   fs::resize_file(options.out_dir / "gsm8k.train.bin", 6);
   EXPECT_THROW(TokenShards{options.out_dir}, Error);
+  // A reader that can do without the source leaves it out and says why.
+  const TokenShards lenient(options.out_dir, ShardErrors::kSkipSource);
+  EXPECT_EQ(lenient.num_sources(), 0u);
+  ASSERT_EQ(lenient.skipped().size(), 1u);
+  EXPECT_EQ(lenient.skipped()[0].name, "gsm8k");
+  EXPECT_NE(lenient.skipped()[0].reason.find("gsm8k.train.bin: 6 bytes"), std::string::npos)
+      << lenient.skipped()[0].reason;
+  EXPECT_TRUE(lenient.was_skipped("gsm8k"));
+  EXPECT_FALSE(lenient.was_skipped("code"));
+  EXPECT_THROW(lenient.index_of("gsm8k"), Error);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "data/token_shards.h"
 
+#include <algorithm>
 #include <bit>
 #include <fstream>
 
@@ -27,6 +28,7 @@ std::vector<int32_t> load_tokens(const std::filesystem::path& path, int64_t expe
   std::ifstream in(path, std::ios::binary);
   DSPARK_CHECK(in.good(), "cannot open token file {}", path.string());
   const auto size = static_cast<int64_t>(std::filesystem::file_size(path));
+  DSPARK_CHECK(expected >= 0, "{}: meta.json gives a negative token count {}", path.string(), expected);
   DSPARK_CHECK(size == expected * 4, "{}: {} bytes, but meta.json says {} tokens", path.string(),
                size, expected);
   std::vector<int32_t> tokens(static_cast<size_t>(expected));
@@ -40,7 +42,7 @@ std::vector<int32_t> load_tokens(const std::filesystem::path& path, int64_t expe
 
 }  // namespace
 
-TokenShards::TokenShards(const std::filesystem::path& dir) : dir_(dir) {
+TokenShards::TokenShards(const std::filesystem::path& dir, ShardErrors errors) : dir_(dir) {
   const auto meta_path = dir / "meta.json";
   std::ifstream in(meta_path);
   DSPARK_CHECK(in.good(), "cannot open {} (is {} made by `dspark-train prepare`?)",
@@ -67,10 +69,19 @@ TokenShards::TokenShards(const std::filesystem::path& dir) : dir_(dir) {
     src.documents = field<int64_t>(s, "documents", meta_path);
     src.train_tokens = field<int64_t>(s, "train_tokens", meta_path);
     src.val_tokens = field<int64_t>(s, "val_tokens", meta_path);
-    train_.push_back(load_tokens(dir / field<std::string>(s, "train_file", meta_path),
-                                 src.train_tokens, vocab_size_));
-    val_.push_back(load_tokens(dir / field<std::string>(s, "val_file", meta_path), src.val_tokens,
-                               vocab_size_));
+    const auto train_file = dir / field<std::string>(s, "train_file", meta_path);
+    const auto val_file = dir / field<std::string>(s, "val_file", meta_path);
+    std::vector<int32_t> train, val;
+    try {
+      train = load_tokens(train_file, src.train_tokens, vocab_size_);
+      val = load_tokens(val_file, src.val_tokens, vocab_size_);
+    } catch (const Error& e) {
+      if (errors == ShardErrors::kThrow) throw;
+      skipped_.push_back({src.name, e.what()});
+      continue;
+    }
+    train_.push_back(std::move(train));
+    val_.push_back(std::move(val));
     sources_.push_back(std::move(src));
   }
 }
@@ -82,6 +93,10 @@ size_t TokenShards::index_of(std::string_view name) const {
     known += (known.empty() ? "" : ", ") + sources_[i].name;
   }
   DSPARK_FAIL("{}: no source '{}' (have: {})", dir_.string(), name, known);
+}
+
+bool TokenShards::was_skipped(std::string_view name) const {
+  return std::any_of(skipped_.begin(), skipped_.end(), [&](const SkippedShardSource& s) { return s.name == name; });
 }
 
 const std::vector<int32_t>& TokenShards::train(size_t i) const {

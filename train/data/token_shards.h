@@ -1,6 +1,9 @@
 // TokenShards: reads a shard directory written by prepare_corpus (see prepare.h for the
 // format) fully into memory. Construction checks meta.json, that every file's size equals
 // its token count and that every id is below vocab_size; errors name the file and field.
+// A broken meta.json is always an error. A broken token file is one too by default
+// (pretraining's mixture needs every source); with ShardErrors::kSkipSource its source is
+// left out and listed in skipped(), for readers that can do without it (regen prompts).
 #pragma once
 
 #include <cstdint>
@@ -18,9 +21,16 @@ struct ShardSource {
   int64_t val_tokens = 0;
 };
 
+enum class ShardErrors { kThrow, kSkipSource };
+
+struct SkippedShardSource {
+  std::string name;
+  std::string reason;  // the load error, naming the file
+};
+
 class TokenShards {
  public:
-  explicit TokenShards(const std::filesystem::path& dir);
+  explicit TokenShards(const std::filesystem::path& dir, ShardErrors errors = ShardErrors::kThrow);
 
   const std::vector<ShardSource>& sources() const { return sources_; }
   size_t num_sources() const { return sources_.size(); }
@@ -28,6 +38,10 @@ class TokenShards {
   size_t index_of(std::string_view name) const;
   const std::vector<int32_t>& train(size_t i) const;  // [train_tokens]
   const std::vector<int32_t>& val(size_t i) const;    // [val_tokens]
+
+  // The sources left out (ShardErrors::kSkipSource).
+  const std::vector<SkippedShardSource>& skipped() const { return skipped_; }
+  bool was_skipped(std::string_view name) const;
 
   const std::filesystem::path& tokenizer_dir() const { return tokenizer_dir_; }
   int64_t vocab_size() const { return vocab_size_; }
@@ -43,6 +57,7 @@ class TokenShards {
   int32_t pad_id_ = -1;
   int32_t mask_id_ = -1;
   std::vector<ShardSource> sources_;
+  std::vector<SkippedShardSource> skipped_;
   std::vector<std::vector<int32_t>> train_;  // [num_sources][train_tokens]
   std::vector<std::vector<int32_t>> val_;    // [num_sources][val_tokens]
 };

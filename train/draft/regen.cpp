@@ -78,7 +78,7 @@ std::vector<int64_t> choose(int64_t n, int64_t count, uint64_t seed) {
 
 void add_prefixes(const TokenShards& shards, const std::string& source, int64_t count, int64_t prefix_tokens,
                   uint64_t seed, const Tokenizer& tokenizer, std::vector<RegenPrompt>& out) {
-  if (count == 0) return;
+  if (count == 0 || shards.was_skipped(source)) return;  // a broken source: the caller logged why
   const auto& tokens = shards.train(shards.index_of(source));
   const int32_t eos = shards.eos_id();
   // Document spans [start, end) of the train shard (documents end with EOS).
@@ -168,7 +168,8 @@ void RegenOptions::validate() const {
                "regen: code/prose prefixes need --shards (or --code 0 --prose 0)");
 }
 
-std::vector<RegenPrompt> regen_prompts(const RegenOptions& o, const Tokenizer& tokenizer) {
+std::vector<RegenPrompt> regen_prompts(const RegenOptions& o, const Tokenizer& tokenizer,
+                                       std::vector<std::string>& notes) {
   std::vector<RegenPrompt> prompts;
   const fs::path data = o.shared_dir / "data";
   if (o.gsm8k != 0) {
@@ -200,7 +201,10 @@ std::vector<RegenPrompt> regen_prompts(const RegenOptions& o, const Tokenizer& t
   }
   for (RegenPrompt& p : prompts) p.ids = tokenizer.encode(p.text);
   if (o.code != 0 || o.prose != 0) {
-    const TokenShards shards(o.shards);
+    // A broken shard costs its source's prefixes, not the run: regen has other prompts.
+    const TokenShards shards(o.shards, ShardErrors::kSkipSource);
+    for (const SkippedShardSource& skip : shards.skipped())
+      notes.push_back(fmt::format("regen: no {} prefixes, its shard is broken: {}", skip.name, skip.reason));
     DSPARK_CHECK(shards.vocab_size() <= tokenizer.vocab_size(),
                  "regen: shards {} have vocabulary {} but the tokenizer has {}", o.shards.string(),
                  shards.vocab_size(), tokenizer.vocab_size());
@@ -227,7 +231,9 @@ RegenResult run_regen(const RegenOptions& o) {
     std::fflush(stdout);
   };
 
-  std::vector<RegenPrompt> prompts = regen_prompts(o, tokenizer);
+  std::vector<std::string> notes;
+  std::vector<RegenPrompt> prompts = regen_prompts(o, tokenizer, notes);
+  for (const std::string& note : notes) log(note);
   RegenResult result;
   result.prompts = static_cast<int64_t>(prompts.size());
 

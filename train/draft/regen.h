@@ -62,8 +62,10 @@ struct RegenPrompt {
   std::vector<int32_t> ids;
 };
 
-// The prompt list (shuffled, limited) the options describe.
-std::vector<RegenPrompt> regen_prompts(const RegenOptions& options, const Tokenizer& tokenizer);
+// The prompt list (shuffled, limited) the options describe. notes receives one line per
+// thing left out (a shard source too broken to read).
+std::vector<RegenPrompt> regen_prompts(const RegenOptions& options, const Tokenizer& tokenizer,
+                                       std::vector<std::string>& notes);
 
 struct RegenResult {
   int64_t prompts = 0;           // in the list
