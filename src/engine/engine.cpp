@@ -97,9 +97,8 @@ Engine::Engine(Transformer& model, const Tokenizer& tokenizer, const EngineOptio
       spec_metrics_(proposer_ ? proposer_->num_speculative_tokens() : 0) {
   const int32_t k = proposer_ ? proposer_->num_speculative_tokens() : 0;
   if (proposer_ && options_.spec_schedule == SpecSchedule::kAdaptive) {
-    const DrafterCostShape shape = proposer_->capabilities().drafts_one_at_a_time ? DrafterCostShape::kPerDraft
-                                                                                  : DrafterCostShape::kPerStep;
-    draft_budget_ = std::make_unique<DraftBudget>(k, options_.max_running, options_.step_cost, shape);
+    draft_budget_ = std::make_unique<DraftBudget>(k, options_.max_running, options_.step_cost,
+                                                  proposer_->capabilities().drafter_cost);
   }
   draft_requests_.reserve(options_.max_running);
   draft_results_.resize(options_.max_running);

@@ -25,6 +25,7 @@
 
 #include "spec/drafter_cost.h"
 #include "spec/prefix_scheduler.h"
+#include "spec/proposer.h"
 #include "spec/spec_metrics.h"
 
 namespace dspark {

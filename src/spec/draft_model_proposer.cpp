@@ -66,7 +66,7 @@ ProposerCapabilities DraftModelProposer::capabilities() const {
   ProposerCapabilities c;
   c.owns_kv_cache = true;
   c.provides_draft_probs = true;
-  c.drafts_one_at_a_time = true;
+  c.drafter_cost = DrafterCostShape::kPerDraft;
   return c;
 }
 

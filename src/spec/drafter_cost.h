@@ -23,9 +23,6 @@ struct DrafterTime {
   double at(int32_t num_drafts) const { return num_drafts <= 0 ? 0.0 : fixed + per_draft * num_drafts; }
 };
 
-// How a proposer's propose() time grows with the drafts asked of it.
-enum class DrafterCostShape { kPerStep, kPerDraft };
-
 // The drafter's wall time per step as a function of the number of drafting requests R,
 // measured online (an exponential moving average per R). The drafter runs before the
 // scheduler and its time is not in SPS(B): the drafter budget and the admission take it

@@ -198,7 +198,7 @@ ProposerCapabilities Eagle3Proposer::capabilities() const {
   c.needs_target_hidden_states = true;
   c.owns_kv_cache = true;
   c.provides_draft_probs = true;
-  c.drafts_one_at_a_time = true;
+  c.drafter_cost = DrafterCostShape::kPerDraft;
   return c;
 }
 

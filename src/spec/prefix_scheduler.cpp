@@ -120,9 +120,11 @@ int32_t PrefixScheduler::expected_useful_drafts(int64_t num_requests, int32_t ma
   // For each n, choose() on num_requests identical requests with n drafts each and the
   // drafter's time for n as the step's overhead: candidates in survival order are every
   // request's position 1, then every position 2, ...; admitted one at a time until Φ
-  // drops. A plan that stops below n is dominated by the plan for fewer drafts, which
-  // costs no more to draft.
-  for (int32_t n = 1; n <= max_drafts; ++n) {
+  // drops. With a per-draft time, a plan that stops below n is dominated by the plan for
+  // fewer drafts, which costs less to draft; with a fixed time the overhead is the same for
+  // every n, so the one admission for max_drafts holds every shorter plan and is run alone.
+  const bool fixed_time = drafter.per_draft == 0;
+  for (int32_t n = fixed_time ? max_drafts : 1; n <= max_drafts; ++n) {
     const double overhead = drafter.at(n);
     int64_t batch = num_requests;
     double tau = static_cast<double>(num_requests);
@@ -140,8 +142,8 @@ int32_t PrefixScheduler::expected_useful_drafts(int64_t num_requests, int32_t ma
       }
       if (batch < num_requests * (level + 1)) break;  // the admission stopped inside this level
     }
-    if (reached == n && best_phi >= useful_phi) {
-      useful = n;
+    if ((reached == n || fixed_time) && best_phi >= useful_phi) {
+      useful = reached;
       useful_phi = best_phi;
     }
   }

@@ -22,12 +22,16 @@
 
 namespace dspark {
 
+// How a proposer's propose() time grows with the drafts asked of it: a block drafter
+// drafts every position in one pass (per step); an autoregressive one runs a pass per draft.
+enum class DrafterCostShape { kPerStep, kPerDraft };
+
 struct ProposerCapabilities {
   bool needs_target_hidden_states = false;  // consumes the target's captured layer outputs
   bool owns_kv_cache = false;               // keeps per-request KV (must see release())
   bool provides_draft_probs = false;        // q for the verifier; else one-hot drafts
   bool provides_confidence = false;         // per-position acceptance estimates c_j
-  bool drafts_one_at_a_time = false;        // one pass per draft: propose() time grows with max_drafts
+  DrafterCostShape drafter_cost = DrafterCostShape::kPerStep;  // what the adaptive budget measures
 };
 
 // Target hidden states of one request's newly committed positions, handed to proposers
