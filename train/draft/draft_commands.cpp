@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "train/draft/calibrate.h"
+#include "train/draft/draft_lm_train.h"
 #include "train/draft/draft_train.h"
 #include "train/draft/drafter_io.h"
 #include "train/draft/eagle3_io.h"
@@ -126,6 +127,7 @@ void add_drafter_commands(CLI::App& app) {
   add_regen_command(app);
   add_draft_command(app);
   add_eagle3_command(app);
+  add_draft_lm_command(app);
   add_calibrate_command(app);
 }
 

@@ -27,7 +27,7 @@ TargetOutputs run_target(const CausalLmImpl& target, const torch::Tensor& ids, c
   TargetOutputs t;
   std::vector<torch::Tensor> hidden;
   for (auto& h : out.hidden_states) hidden.push_back(h.to(at::kFloat));
-  t.aux = at::cat(hidden, -1);
+  if (!hidden.empty()) t.aux = at::cat(hidden, -1);
   t.logits = out.logits;
   return t;
 }

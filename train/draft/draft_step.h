@@ -26,7 +26,7 @@ struct DraftTensors {
 DraftTensors to_tensors(const DraftBatch& batch);
 
 struct TargetOutputs {
-  torch::Tensor aux;     // [B, T, k·H_t] f32: concat of the capture layers' outputs
+  torch::Tensor aux;     // [B, T, k·H_t] f32: concat of the capture layers' outputs (undefined without layers)
   torch::Tensor logits;  // [B, T, V] (autocast dtype)
 };
 // No gradient; bf16 autocast when asked.

@@ -1,0 +1,373 @@
+// The draft-LM distillation loop: batch -> target pass -> draft pass -> KL -> AdamW, with
+// progress lines, validation, checkpoints and the final export.
+#include "train/draft/draft_lm_train.h"
+
+#include <cmath>
+#include <memory>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/clock.h"
+#include "train/checkpoint.h"
+#include "train/draft/draft_batch.h"
+#include "train/draft/draft_lm_loss.h"
+#include "train/draft/draft_step.h"
+#include "train/export.h"
+#include "train/model/autocast.h"
+#include "train/model/hf_weights.h"
+#include "train/model/transformer.h"
+#include "train/pretrain/adamw.h"
+#include "train/pretrain/run_log.h"
+#include "train/pretrain/schedule.h"
+#include "train/stop_signals.h"
+
+namespace dspark::train {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json options_json(const DraftLmTrainOptions& o) {
+  return json{{"target", o.target.string()}, {"data", o.data.string()}, {"init_from", o.init_from.string()},
+              {"val_fraction", o.val_fraction}, {"max_len", o.max_len}, {"batch", o.batch}, {"steps", o.steps},
+              {"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup", o.warmup}, {"weight_decay", o.weight_decay},
+              {"beta1", o.beta1}, {"beta2", o.beta2}, {"grad_clip", o.grad_clip}, {"bf16", o.bf16}};
+}
+
+// Greedy τ of K teacher-forced drafts over one batch (draft_lm_train.h): sums over the
+// windows whose K answer tokens are the target's greedy ones.
+struct GreedyChains {
+  double tau_sum = 0;
+  int64_t chains = 0;
+};
+
+GreedyChains greedy_chains(const DraftTensors& t, const torch::Tensor& draft_logits, const torch::Tensor& target_logits,
+                           int64_t drafts) {
+  const int64_t b = t.ids.size(0), rows = t.ids.size(1) - 1;
+  GreedyChains out;
+  if (rows < drafts) return out;
+  auto target_greedy = target_logits.narrow(1, 0, rows).argmax(-1).contiguous();  // [B, T−1]
+  auto draft_greedy = draft_logits.narrow(1, 0, rows).argmax(-1).contiguous();
+  auto next = t.ids.narrow(1, 1, rows).contiguous();
+  auto supervised = draft_lm_row_mask(t.loss_mask).contiguous();
+  auto anchor_is_answer = t.loss_mask.narrow(1, 0, rows).contiguous();
+  const int64_t* tg = target_greedy.data_ptr<int64_t>();
+  const int64_t* dg = draft_greedy.data_ptr<int64_t>();
+  const int64_t* nx = next.data_ptr<int64_t>();
+  const bool* sup = supervised.data_ptr<bool>();
+  const bool* ans = anchor_is_answer.data_ptr<bool>();
+  for (int64_t r = 0; r < b; ++r) {
+    const int64_t base = r * rows;
+    for (int64_t a = 0; a + drafts <= rows; ++a) {
+      if (!ans[base + a]) continue;
+      bool greedy_window = true;
+      for (int64_t j = 0; j < drafts && greedy_window; ++j)
+        greedy_window = sup[base + a + j] && nx[base + a + j] == tg[base + a + j];
+      if (!greedy_window) continue;
+      int64_t accepted = 0;
+      while (accepted < drafts && dg[base + a + accepted] == tg[base + a + accepted]) ++accepted;
+      out.tau_sum += 1.0 + static_cast<double>(accepted);
+      ++out.chains;
+    }
+  }
+  return out;
+}
+
+class DraftLmTrainer {
+ public:
+  explicit DraftLmTrainer(const DraftLmTrainOptions& o);
+  DraftLmTrainResult run();
+
+ private:
+  void load_data();
+  void make_or_load_draft();
+  void log_setup() const;
+  DraftLmLoss train_step(int64_t step, int64_t& tokens);
+  void evaluate();
+  void save();
+
+  const DraftLmTrainOptions& o_;
+  mutable RunLog log_;
+  std::shared_ptr<CausalLmImpl> target_;
+  std::vector<RegenRecord> records_;
+  std::vector<DraftSequence> train_seqs_, val_seqs_;
+  int32_t pad_ = 0;
+  std::unique_ptr<DraftBatchSampler> sampler_;
+  fs::path checkpoint_;
+  fs::path tokenizer_dir_;  // copied into the export
+  std::shared_ptr<CausalLmImpl> draft_;
+  std::unique_ptr<AdamW> optimizer_;
+  int64_t step_ = 0, tokens_seen_ = 0;
+  double elapsed_before_ = 0, train_seconds_ = 0;
+  DraftLmTrainResult result_;
+};
+
+DraftLmTrainer::DraftLmTrainer(const DraftLmTrainOptions& o) : o_(o), log_(o.out, o.quiet) {
+  at::set_num_threads(o.threads);
+  target_ = load_hf_model(o.target);
+  target_->eval();
+  for (auto& p : target_->parameters()) p.set_requires_grad(false);
+  load_data();
+  make_or_load_draft();
+  draft_->train();
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (auto& item : draft_->named_parameters()) named.emplace_back(item.key(), item.value());
+  optimizer_ = std::make_unique<AdamW>(named, AdamWOptions{o.beta1, o.beta2, 1e-8, o.weight_decay});
+  if (!checkpoint_.empty()) {
+    load_checkpoint(checkpoint_, *draft_, optimizer_.get());
+    const json state = read_checkpoint_state(checkpoint_);
+    step_ = state.at("step").get<int64_t>();
+    tokens_seen_ = state.value("tokens_seen", int64_t{0});
+    elapsed_before_ = state.value("elapsed_seconds", 0.0);
+    const uint64_t seed = state.value("seed", o.seed);
+    DSPARK_CHECK(seed == o.seed, "{}: checkpoint was trained with --seed {}, now {}; batches would differ",
+                 checkpoint_.string(), seed, o.seed);
+    tokenizer_dir_ = state.value("tokenizer_dir", std::string());
+  }
+  log_setup();
+}
+
+void DraftLmTrainer::load_data() {
+  RegenReadReport read_report;
+  records_ = read_regen_data(o_.data, target_->config().vocab_size, &read_report);
+  if (!read_report.summary().empty()) log_.line(read_report.summary());
+  const int32_t eos = static_cast<int32_t>(target_->config().eos_token_id);
+  pad_ = eos >= 0 ? eos : 0;
+  train_seqs_ = make_draft_sequences(records_, false, o_.val_fraction, eos, o_.max_len);
+  val_seqs_ = make_draft_sequences(records_, true, o_.val_fraction, eos, o_.max_len);
+  if (static_cast<int64_t>(val_seqs_.size()) > o_.eval_sequences)
+    val_seqs_.resize(static_cast<size_t>(o_.eval_sequences));
+  DSPARK_CHECK(!train_seqs_.empty(), "draft-lm: {} has no training sequence ({} records)", o_.data.string(),
+               records_.size());
+  // One anchor per row keeps the sampler's batches, and their (seed, step) purity, those of
+  // draft and eagle3; the loss covers every answer position.
+  sampler_ = std::make_unique<DraftBatchSampler>(train_seqs_, o_.batch, 1, o_.seed, pad_);
+}
+
+void DraftLmTrainer::make_or_load_draft() {
+  checkpoint_ = find_checkpoint(o_.out);
+  if (!checkpoint_.empty()) {
+    draft_ = std::make_shared<CausalLmImpl>(read_checkpoint_config(checkpoint_));
+  } else {
+    DSPARK_CHECK(!o_.init_from.empty(),
+                 "draft-lm: --init-from is required for a new run (a pretrained draft LM; `dspark-train pretrain` "
+                 "makes one)");
+    draft_ = load_hf_model(o_.init_from);
+    tokenizer_dir_ = fs::exists(o_.init_from / "tokenizer.json") ? o_.init_from : fs::path(o_.target);
+  }
+  const ModelConfig& d = draft_->config();
+  const ModelConfig& t = target_->config();
+  DSPARK_CHECK(d.vocab_size == t.vocab_size, "draft-lm: the draft's vocab_size is {} but the target's is {}; a draft "
+               "LM must share the target's tokenizer", d.vocab_size, t.vocab_size);
+}
+
+void DraftLmTrainer::log_setup() const {
+  const ModelConfig& c = draft_->config();
+  if (checkpoint_.empty())
+    log_.print("starting {} (weights from {})", o_.out.string(), o_.init_from.string());
+  else
+    log_.print("resuming from {} at step {}", checkpoint_.string(), step_);
+  log_.print("draft LM: {} layers, hidden {}, vocab {}: {:.2f}M parameters", c.num_hidden_layers, c.hidden_size,
+             c.vocab_size, static_cast<double>(draft_->num_parameters()) / 1e6);
+  log_.print("target: {} ({} layers); data: {} records -> {} train / {} val sequences", o_.target.string(),
+             target_->config().num_hidden_layers, records_.size(), train_seqs_.size(), val_seqs_.size());
+  log_.print("loss: forward KL to the target at every answer position; batch {}, steps {}, lr {} -> {} warmup {}, "
+             "bf16 {}", o_.batch, o_.steps, o_.lr, o_.min_lr, o_.warmup, o_.bf16);
+}
+
+DraftLmLoss DraftLmTrainer::train_step(int64_t step, int64_t& tokens) {
+  const DraftBatch batch = sampler_->batch(step);
+  tokens = batch.num_tokens;
+  const DraftTensors t = to_tensors(batch);
+  const TargetOutputs target_out = run_target(*target_, t.ids, {}, o_.bf16);
+  torch::Tensor logits;
+  {
+    Bf16Autocast autocast(o_.bf16);
+    logits = draft_->forward(t.ids).logits;
+  }
+  DraftLmLoss loss = draft_lm_loss(logits, target_out.logits, t.loss_mask);
+  loss.total.backward();
+  return loss;
+}
+
+void DraftLmTrainer::evaluate() {
+  if (val_seqs_.empty()) return;
+  at::NoGradGuard no_grad;
+  draft_->eval();
+  const double t0 = now_seconds();
+  double kl = 0, agreement = 0, rows = 0;
+  GreedyChains chains;
+  for (size_t i = 0; i < val_seqs_.size(); i += static_cast<size_t>(o_.batch)) {
+    const size_t n = std::min(val_seqs_.size() - i, static_cast<size_t>(o_.batch));
+    std::vector<const DraftSequence*> batch_rows;
+    for (size_t k = 0; k < n; ++k) batch_rows.push_back(&val_seqs_[i + k]);
+    const DraftTensors t = to_tensors(make_draft_batch(batch_rows, std::vector<std::vector<int64_t>>(n), 1, pad_));
+    const TargetOutputs target_out = run_target(*target_, t.ids, {}, o_.bf16);
+    torch::Tensor logits;
+    {
+      Bf16Autocast autocast(o_.bf16);
+      logits = draft_->forward(t.ids).logits;
+    }
+    const DraftLmLoss l = draft_lm_loss(logits, target_out.logits, t.loss_mask);
+    kl += l.kl * l.rows;
+    agreement += l.agreement * l.rows;
+    rows += l.rows;
+    const GreedyChains c = greedy_chains(t, logits, target_out.logits, o_.eval_drafts);
+    chains.tau_sum += c.tau_sum;
+    chains.chains += c.chains;
+  }
+  draft_->train();
+  kl /= std::max(rows, 1.0);
+  agreement /= std::max(rows, 1.0);
+  const double tau = chains.chains > 0 ? chains.tau_sum / static_cast<double>(chains.chains) : 0.0;
+  log_.print("eval step {}: kl {:.4f} agreement {:.3f} | tau greedy {:.3f} (K {}, {} greedy windows) ({:.1f} s)",
+             step_, kl, agreement, tau, o_.eval_drafts, chains.chains, now_seconds() - t0);
+  log_.metrics({{"type", "eval"}, {"step", step_}, {"kl", kl}, {"agreement", agreement}, {"tau_greedy", tau},
+                {"drafts", o_.eval_drafts}, {"greedy_windows", chains.chains}});
+  result_.val_kl.push_back(kl);
+  result_.val_tau_greedy.push_back(tau);
+}
+
+void DraftLmTrainer::save() {
+  json state{{"step", step_},
+             {"seed", o_.seed},
+             {"tokens_seen", tokens_seen_},
+             {"elapsed_seconds", elapsed_before_ + train_seconds_},
+             {"target", o_.target.string()},
+             {"data", o_.data.string()},
+             {"tokenizer_dir", tokenizer_dir_.string()},
+             {"bos_id", draft_->config().bos_token_id},
+             {"eos_id", target_->config().eos_token_id},
+             {"pad_id", pad_},
+             {"draft_lm", true},
+             {"options", options_json(o_)}};
+  save_checkpoint(o_.out, *draft_, *optimizer_, state);
+  log_.print("checkpoint at step {}", step_);
+}
+
+DraftLmTrainResult DraftLmTrainer::run() {
+  StopSignals signals;
+  const CosineSchedule schedule{o_.lr, o_.min_lr, o_.warmup, o_.steps};
+  const double run_start = now_seconds();
+  result_.first_step = step_ + 1;
+  result_.last_step = step_;
+  int64_t steps_here = 0, tokens_here = 0, last_saved = step_;
+  ProgressInterval interval;
+  double interval_loss = 0, interval_agreement = 0;
+  while (step_ < o_.steps) {
+    if (signals.should_stop(step_, steps_here, o_.stop_after, log_)) {
+      result_.interrupted = true;
+      break;
+    }
+    const double t0 = now_seconds();
+    const int64_t this_step = step_ + 1;
+    int64_t tokens = 0;
+    const DraftLmLoss loss = train_step(this_step, tokens);
+    const double grad_norm = optimizer_->clip_grad_norm(o_.grad_clip);
+    const double lr = schedule.lr_at(this_step);
+    optimizer_->step(lr);
+    optimizer_->zero_grad();
+    step_ = this_step;
+    ++steps_here;
+    tokens_seen_ += tokens;
+    tokens_here += tokens;
+    DSPARK_CHECK(std::isfinite(loss.kl), "step {}: loss is {}; stopping (last checkpoint at step {})", step_, loss.kl,
+                 last_saved);
+    result_.losses.push_back(loss.kl);
+    result_.last_step = step_;
+    const double dt = now_seconds() - t0;
+    train_seconds_ += dt;
+    interval.add(tokens, dt);
+    interval_loss += loss.kl;
+    interval_agreement += loss.agreement;
+    if (step_ % o_.log_every == 0 || step_ == o_.steps) {
+      const double k = static_cast<double>(interval.steps);
+      const double tps = interval.tokens_per_second();
+      log_.print("step {}/{} kl {:.4f} agreement {:.3f} lr {:.2e} gnorm {:.3f} tok/s {:.0f} elapsed {} eta {}", step_,
+                 o_.steps, interval_loss / k, interval_agreement / k, lr, grad_norm, tps,
+                 format_duration(elapsed_before_ + train_seconds_),
+                 format_duration(interval.eta_seconds(o_.steps - step_)));
+      log_.metrics({{"type", "train"}, {"step", step_}, {"kl", interval_loss / k},
+                    {"agreement", interval_agreement / k}, {"lr", lr}, {"grad_norm", grad_norm},
+                    {"tokens_per_second", tps}, {"tokens_seen", tokens_seen_},
+                    {"elapsed_seconds", elapsed_before_ + train_seconds_}});
+      interval.reset();
+      interval_loss = interval_agreement = 0;
+    }
+    if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && step_ < o_.steps) evaluate();
+    if (o_.save_every > 0 && step_ % o_.save_every == 0 && step_ < o_.steps) {
+      save();
+      last_saved = step_;
+    }
+  }
+  if (step_ >= o_.steps && steps_here > 0) evaluate();
+  if (steps_here > 0 || checkpoint_.empty()) save();
+  if (step_ >= o_.steps && o_.export_at_end) {
+    ExportOptions ex;
+    ex.tokenizer_dir = fs::exists(tokenizer_dir_ / "tokenizer.json") ? tokenizer_dir_ : fs::path();
+    ex.bos_id = draft_->config().bos_token_id;
+    ex.eos_id = target_->config().eos_token_id;
+    ex.pad_id = pad_;
+    export_hf(*draft_, o_.out / "drafter", ex);
+    log_.print("exported {}", (o_.out / "drafter").string());
+  }
+  result_.tokens_per_second = train_seconds_ > 0 ? static_cast<double>(tokens_here) / train_seconds_ : 0.0;
+  log_.print("done: step {}/{} in {} ({} total)", step_, o_.steps, format_duration(now_seconds() - run_start),
+             format_duration(elapsed_before_ + train_seconds_));
+  return result_;
+}
+
+}  // namespace
+
+void DraftLmTrainOptions::validate() const {
+  DSPARK_CHECK(!target.empty() && !data.empty() && !out.empty(), "draft-lm: --target, --data and --out are required");
+  DSPARK_CHECK(batch >= 1 && steps >= 1, "draft-lm: --batch and --steps must be >= 1");
+  DSPARK_CHECK(max_len >= 4, "draft-lm: --max-len must be >= 4, got {}", max_len);
+  DSPARK_CHECK(val_fraction >= 0 && val_fraction < 1, "draft-lm: --val-fraction must be in [0, 1), got {}",
+               val_fraction);
+  DSPARK_CHECK(lr > 0 && min_lr >= 0 && warmup >= 0, "draft-lm: bad learning-rate schedule");
+  DSPARK_CHECK(log_every >= 1, "draft-lm: --log-every must be >= 1");
+  DSPARK_CHECK(eval_drafts >= 1, "draft-lm: --eval-drafts must be >= 1");
+}
+
+DraftLmTrainResult run_draft_lm_training(const DraftLmTrainOptions& options) {
+  options.validate();
+  DraftLmTrainer trainer(options);
+  return trainer.run();
+}
+
+void add_draft_lm_command(CLI::App& app) {
+  auto o = std::make_shared<DraftLmTrainOptions>();
+  auto* cmd = app.add_subcommand("draft-lm", "Distil a pretrained draft LM into a frozen target on regen data");
+  cmd->add_option("--target", o->target, "Target: Hugging Face directory or pretraining checkpoint")->required();
+  cmd->add_option("--data", o->data, "Regen JSONL file or directory")->required();
+  cmd->add_option("--out", o->out, "Run directory (resumes when it holds a checkpoint)")->required();
+  cmd->add_option("--init-from", o->init_from, "The pretrained draft LM (Hugging Face directory; new runs)");
+  cmd->add_option("--val-fraction", o->val_fraction, "Held-out regen records (id hash)")->capture_default_str();
+  cmd->add_option("--max-len", o->max_len, "Sequence cap in tokens")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Sequences per step")->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Optimizer steps")->capture_default_str();
+  cmd->add_option("--stop-after", o->stop_after, "Stop after this many steps here (0: never)")->capture_default_str();
+  cmd->add_option("--lr", o->lr, "Peak learning rate")->capture_default_str();
+  cmd->add_option("--min-lr", o->min_lr, "Final learning rate")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Warm-up steps")->capture_default_str();
+  cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay")->capture_default_str();
+  cmd->add_option("--grad-clip", o->grad_clip, "Gradient norm clip (0: off)")->capture_default_str();
+  cmd->add_option("--bf16", o->bf16, "bf16 autocast")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Batch seed")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads")->capture_default_str();
+  cmd->add_option("--log-every", o->log_every, "Progress period (steps)")->capture_default_str();
+  cmd->add_option("--eval-every", o->eval_every, "Validation period (steps; 0: at the end)")->capture_default_str();
+  cmd->add_option("--eval-sequences", o->eval_sequences, "Held-out sequences per validation")->capture_default_str();
+  cmd->add_option("--eval-drafts", o->eval_drafts, "K of the greedy tau")->capture_default_str();
+  cmd->add_option("--save-every", o->save_every, "Checkpoint period (steps; 0: at exit)")->capture_default_str();
+  cmd->add_option("--export", o->export_at_end, "Export OUT/drafter at the last step")->capture_default_str();
+  cmd->callback([o] { run_draft_lm_training(*o); });
+}
+
+}  // namespace dspark::train
