@@ -23,4 +23,11 @@ std::unique_ptr<Transformer> load_target_for_drafter(const std::filesystem::path
   return Transformer::load(target_dir, options);
 }
 
+int64_t pending_positions_per_slot(int64_t requested, int64_t max_running, int64_t max_model_len,
+                                   int64_t row_floats) {
+  if (requested >= 0) return std::min(requested, max_model_len);
+  constexpr int64_t kPendingBytes = int64_t{64} << 20;
+  return std::min(kPendingBytes / (max_running * row_floats * static_cast<int64_t>(sizeof(float))), max_model_len);
+}
+
 }  // namespace dspark

@@ -19,6 +19,12 @@ namespace dspark {
 int64_t drafter_kv_blocks(int64_t max_running, int64_t max_model_len, int64_t context_window, int64_t extra,
                           int64_t block_size);
 
+// Committed positions per slot whose context projection may wait for the slot's next draft:
+// `requested` when >= 0 (at most max_model_len; 0 projects at once), else what about 64 MiB
+// of pending rows of row_floats floats over all max_running slots holds.
+int64_t pending_positions_per_slot(int64_t requested, int64_t max_running, int64_t max_model_len,
+                                   int64_t row_floats);
+
 // The cache slot of `position` in a table of blocks of block_size positions.
 inline int64_t slot_of(const BlockTable& blocks, int64_t position, int64_t block_size) {
   return static_cast<int64_t>(blocks.data()[position / block_size]) * block_size + position % block_size;

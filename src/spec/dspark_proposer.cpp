@@ -83,12 +83,6 @@ KvPoolOptions kv_options(const DSparkProposerOptions& o, int64_t block) {
   return kv;
 }
 
-int64_t max_pending_positions(const DSparkProposerOptions& o, int64_t row_floats) {
-  if (o.max_pending_positions >= 0) return std::min(o.max_pending_positions, o.max_model_len);
-  constexpr int64_t kPendingBytes = int64_t{64} << 20;
-  return std::min(kPendingBytes / (o.max_running * row_floats * static_cast<int64_t>(sizeof(float))), o.max_model_len);
-}
-
 }  // namespace
 
 void DSparkProposerOptions::validate() const {
@@ -132,7 +126,8 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       logits_processor_(vocab_),
       workspace_(config_.layer, max_block_rows_, options_.max_context_rows),
       slots_(options_.max_running),
-      max_pending_(max_pending_positions(options_, fc_in_)),
+      max_pending_(pending_positions_per_slot(options_.max_pending_positions, options_.max_running,
+                                                options_.max_model_len, fc_in_)),
       pending_(max_pending_ > 0 ? new float[options_.max_running * max_pending_ * fc_in_] : nullptr),
       ctx_in_(options_.max_context_rows * fc_in_),
       ctx_(options_.max_context_rows * hidden_),

@@ -107,6 +107,7 @@ void Eagle3ProposerOptions::validate() const {
   DSPARK_CHECK(max_running >= 1, "max_running must be >= 1, got {}", max_running);
   DSPARK_CHECK(max_model_len >= 1, "max_model_len must be >= 1, got {}", max_model_len);
   DSPARK_CHECK(max_context_rows >= 1, "max_context_rows must be >= 1, got {}", max_context_rows);
+  DSPARK_CHECK(max_pending_positions >= -1, "max_pending_positions must be >= -1, got {}", max_pending_positions);
   DSPARK_CHECK(kv_block_size >= 1, "kv_block_size must be >= 1, got {}", kv_block_size);
   DSPARK_CHECK(context_window >= 0, "context_window must be >= 0, got {}", context_window);
   DSPARK_CHECK(compute == DType::kBF16 || compute == DType::kF32, "compute dtype must be bf16 or f32, got {}",
@@ -154,6 +155,9 @@ Eagle3Proposer::Eagle3Proposer(Eagle3Config config, const WeightStore& store, co
       logits_processor_(vocab_),
       workspace_(config_.layer, max_rows_),
       slots_(options_.max_running),
+      max_pending_(pending_positions_per_slot(options_.max_pending_positions, options_.max_running,
+                                              options_.max_model_len, fc_in_)),
+      pending_(max_pending_ > 0 ? new float[options_.max_running * max_pending_ * fc_in_] : nullptr),
       features_(options_.max_context_rows * fc_in_),
       x_(max_rows_ * hidden_),
       normed_(max_rows_ * 2 * hidden_),
@@ -169,9 +173,10 @@ Eagle3Proposer::Eagle3Proposer(Eagle3Config config, const WeightStore& store, co
       logits_(options_.max_running * draft_vocab_),
       target_logits_(vocab_),
       active_of_request_(options_.max_running, -1),
-      last_entry_(options_.max_running, -1),
       tails_(options_.max_running) {
-  for (SlotState& s : slots_) {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    SlotState& s = slots_[i];
+    if (pending_) s.pending = pending_.get() + static_cast<int64_t>(i) * max_pending_ * fc_in_;
     s.last_output.resize(hidden_);
     s.drafts.reserve(num_speculative_tokens_);
     s.probs.resize(static_cast<size_t>(num_speculative_tokens_) * vocab_);
@@ -208,7 +213,8 @@ void Eagle3Proposer::release(int32_t slot) {
   SlotState& s = slots_[slot];
   s.blocks.release_all(allocator_);
   s.num_observed = 0;
-  s.has_pending = false;
+  s.num_pending = 0;
+  s.tail_waits = false;
   s.drafts.clear();
 }
 
@@ -241,7 +247,7 @@ void Eagle3Proposer::write_context(int64_t rows) {
   for (int32_t t = 0; t < num_tails_; ++t) {
     SlotState& s = slots_[tails_[t].slot];
     std::memcpy(s.last_output.data(), x_.data() + static_cast<int64_t>(tails_[t].row) * hidden_, hidden_ * sizeof(float));
-    s.has_pending = true;
+    s.tail_waits = true;
   }
   num_tails_ = 0;
   norm_inputs(rows);
@@ -277,11 +283,9 @@ void Eagle3Proposer::copy_features(const CommittedHiddenStates& c, int32_t i, fl
 void Eagle3Proposer::observe(std::span<const CommittedHiddenStates> committed) {
   // Every row contributes its K/V, which depend on the row alone: no attention, no MLP.
   // Only the last row of a slot needs its output r (the first draft comes from it); its
-  // features g wait in the slot until the request drafts (catch_up), so a request that
-  // does not draft this step costs one q/k/v projection per new position and nothing more.
-  std::fill(last_entry_.begin(), last_entry_.end(), -1);
-  for (size_t e = 0; e < committed.size(); ++e) {
-    const CommittedHiddenStates& c = committed[e];
+  // features g wait in the slot until the request drafts (catch_up). With a pending buffer
+  // even the K/V wait: a request that does not draft this step costs a copy per position.
+  for (const CommittedHiddenStates& c : committed) {
     DSPARK_CHECK(c.slot >= 0 && c.slot < static_cast<int32_t>(slots_.size()), "slot {} outside 0..{}", c.slot,
                  slots_.size() - 1);
     DSPARK_CHECK(c.hidden_size == config_.target_hidden_size,
@@ -290,12 +294,10 @@ void Eagle3Proposer::observe(std::span<const CommittedHiddenStates> committed) {
     DSPARK_CHECK(static_cast<int64_t>(c.tokens.size()) > c.start_position + c.num_positions,
                  "slot {}: the token after position {} is not known (committed states must come with the tokens "
                  "that follow them)", c.slot, c.start_position + c.num_positions - 1);
-    if (c.num_positions > 0) last_entry_[c.slot] = static_cast<int32_t>(e);
   }
   int64_t rows = 0;
   num_tails_ = 0;
-  for (size_t e = 0; e < committed.size(); ++e) {
-    const CommittedHiddenStates& c = committed[e];
+  for (const CommittedHiddenStates& c : committed) {
     SlotState& s = slots_[c.slot];
     DSPARK_CHECK(c.start_position == s.num_observed,
                  "slot {}: committed hidden states start at position {} but {} positions were seen (they must arrive "
@@ -304,9 +306,17 @@ void Eagle3Proposer::observe(std::span<const CommittedHiddenStates> committed) {
     const int32_t end = c.start_position + c.num_positions;
     DSPARK_CHECK(end <= options_.max_model_len, "slot {}: position {} passes the context {}", c.slot, end - 1,
                  options_.max_model_len);
+    if (max_pending_ > 0) {
+      for (int32_t i = 0; i < c.num_positions; ++i) {
+        if (s.num_pending == max_pending_) rows = stage_pending(c.slot, c.tokens, rows);  // full: write now
+        copy_features(c, i, s.pending + static_cast<int64_t>(s.num_pending) * fc_in_);
+        ++s.num_pending;
+        ++s.num_observed;
+      }
+      continue;
+    }
     DSPARK_CHECK(s.blocks.reserve_window(first_visible(end), end, kv_.block_size(), allocator_),
                  "drafter KV cache exhausted");
-    const bool keeps_last = last_entry_[c.slot] == static_cast<int32_t>(e);
     for (int32_t p = std::max(c.start_position, first_visible(end)); p < end; ++p) {
       if (rows == options_.max_context_rows) {
         write_context(rows);
@@ -314,10 +324,7 @@ void Eagle3Proposer::observe(std::span<const CommittedHiddenStates> committed) {
       }
       copy_features(c, p - c.start_position, features_.data() + rows * fc_in_);
       stage_row(rows, c.tokens[p + 1], p, s.blocks);
-      if (keeps_last && p == end - 1) {
-        tails_[num_tails_++] = {static_cast<int32_t>(rows), c.slot};
-        s.pending_token = c.tokens[p + 1];
-      }
+      if (p == end - 1) set_tail(c.slot, rows, c.tokens[p + 1]);
       ++rows;
     }
     s.num_observed = end;
@@ -325,18 +332,60 @@ void Eagle3Proposer::observe(std::span<const CommittedHiddenStates> committed) {
   if (rows > 0) write_context(rows);
 }
 
+int64_t Eagle3Proposer::stage_pending(int32_t slot, std::span<const int32_t> tokens, int64_t rows) {
+  SlotState& s = slots_[slot];
+  DSPARK_CHECK(static_cast<int64_t>(tokens.size()) > s.num_observed,
+               "slot {}: {} positions were observed but only {} tokens are known", slot, s.num_observed, tokens.size());
+  const int32_t first = s.num_observed - s.num_pending;
+  const int32_t visible = first_visible(s.num_observed);
+  DSPARK_CHECK(s.blocks.reserve_window(visible, s.num_observed, kv_.block_size(), allocator_),
+               "drafter KV cache exhausted");
+  for (int32_t i = std::max(0, visible - first); i < s.num_pending; ++i) {
+    if (rows == options_.max_context_rows) {
+      write_context(rows);
+      rows = 0;
+    }
+    const int32_t p = first + i;
+    std::memcpy(features_.data() + rows * fc_in_, s.pending + static_cast<int64_t>(i) * fc_in_,
+                fc_in_ * sizeof(float));
+    stage_row(rows, tokens[p + 1], p, s.blocks);
+    if (p == s.num_observed - 1) set_tail(slot, rows, tokens[p + 1]);
+    ++rows;
+  }
+  s.num_pending = 0;
+  return rows;
+}
+
+void Eagle3Proposer::set_tail(int32_t slot, int64_t row, int32_t token) {
+  slots_[slot].tail_token = token;
+  for (int32_t t = 0; t < num_tails_; ++t) {
+    if (tails_[t].slot == slot) {  // a later row of the same slot in this pass
+      tails_[t].row = static_cast<int32_t>(row);
+      return;
+    }
+  }
+  tails_[num_tails_++] = {static_cast<int32_t>(row), slot};
+}
+
 void Eagle3Proposer::catch_up(std::span<const DraftRequest> requests) {
-  // The full layer over the waiting last rows of the requests about to draft: their K/V
-  // are in the cache already (rewritten with the same values), their outputs start drafting.
+  // First the pending context rows of the requests about to draft (their K/V, and their
+  // last rows' g); then the full layer over those last rows, whose outputs start drafting.
   int64_t rows = 0;
+  num_tails_ = 0;
   for (const DraftRequest& r : requests) {
     DSPARK_CHECK(r.slot >= 0 && r.slot < static_cast<int32_t>(slots_.size()), "slot {} outside 0..{}", r.slot,
                  slots_.size() - 1);
+    if (r.max_drafts > 0 && slots_[r.slot].num_pending > 0) rows = stage_pending(r.slot, r.tokens, rows);
+  }
+  if (rows > 0) write_context(rows);
+  // The last rows' K/V are in the cache already (rewritten with the same values).
+  rows = 0;
+  for (const DraftRequest& r : requests) {
     SlotState& s = slots_[r.slot];
-    if (r.max_drafts <= 0 || !s.has_pending) continue;
+    if (r.max_drafts <= 0 || !s.tail_waits) continue;
     const int32_t p = s.num_observed - 1;
     std::memcpy(x_.data() + rows * hidden_, s.last_output.data(), hidden_ * sizeof(float));  // g
-    stage_row(rows, s.pending_token, p, s.blocks);
+    stage_row(rows, s.tail_token, p, s.blocks);
     seq_of_row_[rows] = static_cast<int32_t>(rows);
     num_keys_[rows] = p + 1;
     block_tables_[rows] = s.blocks.data();
@@ -348,7 +397,7 @@ void Eagle3Proposer::catch_up(std::span<const DraftRequest> requests) {
   for (int64_t i = 0; i < rows; ++i) {
     SlotState& s = slots_[row_slot_index_[i]];
     std::memcpy(s.last_output.data(), x_.data() + i * hidden_, hidden_ * sizeof(float));
-    s.has_pending = false;
+    s.tail_waits = false;
   }
 }
 

@@ -10,6 +10,12 @@
 //   over it, batched over the requests about to draft, for its output r. A round's rows
 //   overwrite the scratch K/V its drafts left, so the cache holds exactly the committed
 //   context computed from the target's features.
+//   The projection is deferred, as DSpark's is: observe() keeps the rows' target features
+//   in the slot's pending buffer, and catch_up() (or propose()) projects them, batched over
+//   every request about to draft. A busy engine that drafts nothing then pays nothing for
+//   the context of requests that finish before they draft again. A full pending buffer is
+//   projected at once. The result is bit-identical to projecting at once: every row goes
+//   through the same batch-invariant kernels.
 // propose(): with n committed tokens the last context row (position n−2, token t_{n−1}) is
 //   the first draft's: logits = lm_head(norm(r)). Draft j+1 comes from a row at position
 //   n−2+j with x = draft j and g = the previous row's r, one batched layer pass per draft
@@ -48,6 +54,9 @@ struct Eagle3ProposerOptions {
   int64_t max_running = 16;            // slots (the engine's max_running)
   int64_t max_model_len = 0;           // the target's context length (sizes KV and RoPE), > 0
   int64_t max_context_rows = 256;      // context rows per layer pass (more are chunked)
+  // Committed positions per slot whose projection may wait for the next draft; 0 projects
+  // at once, -1 sizes it to about 64 MiB over all slots (at most max_model_len).
+  int64_t max_pending_positions = -1;
   int64_t kv_block_size = 16;          // positions per drafter KV block
   // Keys a row attends to, counted back from its own position (0 = all): bounds the cost
   // per draft and the KV memory on long prompts; positions before it are freed.
@@ -93,11 +102,13 @@ class Eagle3Proposer final : public Proposer {
  private:
   struct SlotState {
     BlockTable blocks;
-    int32_t num_observed = 0;        // context rows written (committed positions seen)
-    // [hidden] r of the row at position num_observed − 1, or its features g while has_pending
+    int32_t num_observed = 0;        // committed positions seen (written or pending)
+    int32_t num_pending = 0;         // the last of them, whose rows are not written yet
+    float* pending = nullptr;        // [max_pending, 3 * target hidden] their concat(h_l1, h_l2, h_l3)
+    // [hidden] r of the row at position num_observed − 1, or its features g while tail_waits
     std::vector<float> last_output;
-    bool has_pending = false;        // that row's layer pass waits for catch_up()
-    int32_t pending_token = 0;       // its token t_{num_observed}
+    bool tail_waits = false;         // that row's layer pass waits for catch_up()
+    int32_t tail_token = 0;          // its token t_{num_observed}
     std::vector<int32_t> drafts;     // [<= K]
     std::vector<float> probs;        // [K, vocab] q
     std::vector<float> logits;       // [K, draft_vocab] the drafter's own logits
@@ -112,6 +123,12 @@ class Eagle3Proposer final : public Proposer {
   // Row `row` of the pass being built: its token, position and KV slot (its features are
   // staged in features_ or x_ by the caller).
   void stage_row(int64_t row, int32_t token, int32_t position, const BlockTable& blocks);
+  // Appends the slot's pending rows to the context pass being staged (row p's token is
+  // tokens[p + 1]), the slot's last one as its tail, and empties its buffer. Writes a full
+  // pass on the way; returns the new number of staged rows.
+  int64_t stage_pending(int32_t slot, std::span<const int32_t> tokens, int64_t rows);
+  // Marks staged row `row` as the slot's last row (its g waits for catch_up()).
+  void set_tail(int32_t slot, int64_t row, int32_t token);
   // concat(h_l1, h_l2, h_l3) of row i of c -> dst [3 * target hidden].
   void copy_features(const CommittedHiddenStates& c, int32_t i, float* dst) const;
   // normed_ = [RMSNorm_in(embed(token)) ; RMSNorm_hidden(x_)] per row; x_ becomes the
@@ -151,6 +168,9 @@ class Eagle3Proposer final : public Proposer {
   LogitsProcessor logits_processor_;
   LayerWorkspace workspace_;
   std::vector<SlotState> slots_;      // [max_running]
+  int64_t max_pending_;               // pending positions per slot
+  std::unique_ptr<float[]> pending_;  // [max_running, max_pending, 3 * target hidden], left
+                                      // uninitialised so that untouched pages cost no memory
 
   std::vector<float> features_;       // [max_context_rows, 3 * target hidden] fc input
   std::vector<float> x_;              // [max_rows, hidden] g, then the residual stream, then r
@@ -168,7 +188,6 @@ class Eagle3Proposer final : public Proposer {
   std::vector<float> target_logits_;  // [vocab] one draft's logits over the target vocabulary
   std::vector<Active> active_;        // [max_running]
   std::vector<int32_t> active_of_request_;  // [max_running] index into active_, or -1
-  std::vector<int32_t> last_entry_;   // [max_running] observe(): the slot's last committed entry, or -1
   struct Tail {
     int32_t row;   // row of the context pass being staged
     int32_t slot;

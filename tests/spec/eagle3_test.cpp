@@ -2,7 +2,8 @@
 // the field named), the proposer's checks of the weights, and losslessness through the
 // whole engine on a tiny random target — greedy output with speculation equals plain greedy
 // output token for token (alone, batched with chunked prefill, a reduced draft vocabulary,
-// a context window), and sampled output is distributed as the target's.
+// a context window), a proposer that lives through rounds with its context projection
+// deferred matches a fresh one bit for bit, and sampled output is distributed as the target's.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -302,6 +303,130 @@ TEST(Eagle3Proposer, LayoutsAgreeAndBatchingChangesNothing) {
   const std::vector<int32_t> ids = testing::default_draft_ids(c);
   for (int32_t t : a.first) EXPECT_TRUE(std::binary_search(ids.begin(), ids.end(), t)) << t;  // target ids
 }
+
+// A proposer that lives through rounds — chunked prefill, accepted drafts, a step it does
+// not draft, a batch with another request, its slot released — drafts the same tokens with
+// bit-identical logits as a fresh proposer that saw the whole context at once, whatever the
+// pending buffer (0: rows written at once; 2 and 5: full buffers written on the way; -1:
+// the default) and with context passes chunked into 6 rows.
+class Eagle3ProposerLived : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(Eagle3ProposerLived, RoundsChunksAndBatchesMatchAFreshProposer) {
+  Eagle3Config c = testing::make_eagle3_config(target_config(), {1, 2, 4}, 64);
+  const auto dir = testing::write_random_eagle3(c, testing::make_temp_dir("eagle3-lived"));
+  const int64_t hidden = target_config().hidden_size;
+  Rng rng(21);
+  auto random_states = [&](int32_t n) {
+    std::vector<float> h(3 * n * hidden);
+    for (float& x : h) x = static_cast<float>(rng.uniform() * 2 - 1);
+    return h;
+  };
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> t;
+    for (int i = 0; i < n; ++i) t.push_back(static_cast<int32_t>(3 + rng.next_u64() % 90));
+    return t;
+  };
+  const std::vector<float> ctx = random_states(40), other_ctx = random_states(20);
+  const std::vector<int32_t> tokens = random_tokens(41), other_tokens = random_tokens(21);
+  SamplingParams sp;
+  sp.temperature = 0;
+  auto make = [&](int64_t pending, int64_t max_context_rows) {
+    Eagle3ProposerOptions o;
+    o.max_model_len = 64;
+    o.max_running = 4;
+    o.num_speculative_tokens = 4;
+    o.compute = DType::kF32;
+    o.max_pending_positions = pending;
+    o.max_context_rows = max_context_rows;
+    return Eagle3Proposer::load(dir, target_dir(), o);
+  };
+  // Positions [start, start + n) of `states` (40 or 20 rows) for a slot, with all tokens known.
+  auto observe = [&](Eagle3Proposer& p, int32_t slot, const std::vector<float>& states,
+                     const std::vector<int32_t>& toks, int32_t start, int32_t n) {
+    const int32_t rows = static_cast<int32_t>(states.size() / (3 * hidden));
+    CommittedHiddenStates s;
+    s.slot = slot;
+    s.start_position = start;
+    s.num_positions = n;
+    s.hidden = states.data() + start * hidden;
+    s.layer_stride = rows * hidden;
+    s.hidden_size = hidden;
+    s.tokens = toks;
+    p.observe({&s, 1});
+  };
+  using Drafted = std::pair<std::vector<int32_t>, std::vector<float>>;  // drafts, their logits
+  auto drafted = [&](const Eagle3Proposer& p, size_t request, const Draft& d) {
+    Drafted out;
+    out.first.assign(d.tokens.begin(), d.tokens.end());
+    for (int32_t j = 0; j < static_cast<int32_t>(out.first.size()); ++j) {
+      const auto l = p.draft_logits(request, j);
+      out.second.insert(out.second.end(), l.begin(), l.end());
+    }
+    return out;
+  };
+  auto propose_one = [&](Eagle3Proposer& p, int32_t slot, int64_t committed) {
+    const DraftRequest r{slot, std::span<const int32_t>(tokens.data(), committed), &sp, nullptr, 4};
+    Draft d;
+    p.propose({&r, 1}, {&d, 1});
+    return drafted(p, 0, d);
+  };
+
+  auto lived = make(GetParam(), /*max_context_rows=*/6);
+  observe(*lived, 2, ctx, tokens, 0, 10);  // a 17-token prompt prefilled in chunks of 10 and 6
+  observe(*lived, 2, ctx, tokens, 10, 6);
+  EXPECT_EQ(propose_one(*lived, 2, 17).first.size(), 4u);
+  observe(*lived, 2, ctx, tokens, 16, 3);  // anchor + 2 accepted drafts
+  propose_one(*lived, 2, 20);
+  observe(*lived, 2, ctx, tokens, 19, 1);  // nothing accepted: the anchor only
+  {
+    const DraftRequest idle{2, std::span<const int32_t>(tokens.data(), 20), &sp, nullptr, 0};
+    Draft none;
+    lived->catch_up({&idle, 1});  // drafts nothing: may leave the context pending
+    lived->propose({&idle, 1}, {&none, 1});
+    EXPECT_TRUE(none.tokens.empty());
+  }
+  observe(*lived, 2, ctx, tokens, 20, 1);  // that step's anchor
+  observe(*lived, 0, other_ctx, other_tokens, 0, 20);
+  const std::vector<DraftRequest> both = {{0, other_tokens, &sp, nullptr, 4},
+                                          {2, std::span<const int32_t>(tokens.data(), 22), &sp, nullptr, 4}};
+  std::vector<Draft> drafts(2);
+  lived->catch_up(both);
+  lived->propose(both, drafts);
+  const Drafted got = drafted(*lived, 1, drafts[1]), got_other = drafted(*lived, 0, drafts[0]);
+
+  auto fresh = make(0, 256);
+  observe(*fresh, 3, ctx, tokens, 0, 21);
+  const Drafted expected = propose_one(*fresh, 3, 22);
+  ASSERT_EQ(expected.first.size(), 4u);
+  EXPECT_EQ(got.first, expected.first);
+  ASSERT_EQ(got.second.size(), expected.second.size());
+  EXPECT_EQ(0, std::memcmp(got.second.data(), expected.second.data(), got.second.size() * sizeof(float)));
+  auto fresh_other = make(0, 256);
+  observe(*fresh_other, 1, other_ctx, other_tokens, 0, 20);
+  const DraftRequest r{1, other_tokens, &sp, nullptr, 4};
+  Draft d;
+  fresh_other->propose({&r, 1}, {&d, 1});
+  const Drafted alone = drafted(*fresh_other, 0, d);
+  EXPECT_EQ(got_other.first, alone.first);
+  EXPECT_EQ(0, std::memcmp(got_other.second.data(), alone.second.data(), alone.second.size() * sizeof(float)));
+
+  // A released slot starts again from position 0, whatever it had pending, and frees its KV.
+  observe(*lived, 2, ctx, tokens, 21, 1);
+  lived->release(2);
+  lived->release(0);
+  EXPECT_EQ(lived->kv_blocks_in_use(), 0);
+  EXPECT_THROW(observe(*lived, 2, ctx, tokens, 5, 3), Error);
+  observe(*lived, 2, ctx, tokens, 0, 21);
+  const Drafted after_release = propose_one(*lived, 2, 22);
+  EXPECT_EQ(after_release.first, expected.first);
+  EXPECT_EQ(0, std::memcmp(after_release.second.data(), expected.second.data(),
+                           expected.second.size() * sizeof(float)));
+}
+
+INSTANTIATE_TEST_SUITE_P(PendingPositions, Eagle3ProposerLived, ::testing::Values(0, 2, 5, -1),
+                         [](const ::testing::TestParamInfo<int64_t>& info) {
+                           return info.param < 0 ? std::string("Default") : "Pending" + std::to_string(info.param);
+                         });
 
 // ---- sampled output ----
 
