@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -81,6 +82,11 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
   cmd->add_option("--draft-context-window", s.draft_context_window,
                   "DSpark/DFlash/EAGLE-3 drafter: context positions a draft attends to (0 = the whole context)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--draft-pending-positions", s.draft_pending_positions,
+                  "DSpark/DFlash/EAGLE-3 drafter: committed positions per request whose context projection waits "
+                  "for its next draft (0 = at once, -1 = about 64 MiB over all requests)")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   cmd->add_option("--ngram-min", s.ngram_min, "N-gram: shortest tail matched")->capture_default_str();
   cmd->add_option("--ngram-max", s.ngram_max, "N-gram: longest tail tried first")->capture_default_str();

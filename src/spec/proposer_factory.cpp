@@ -74,6 +74,7 @@ std::unique_ptr<Proposer> SpeculatorPlan::build(const Transformer& target) const
     e.max_model_len = target.max_model_len();
     e.max_context_rows = target.options().max_batch_tokens;
     e.context_window = o.draft_context_window;
+    e.max_pending_positions = o.draft_pending_positions;
     e.compute = o.compute;
     e.quantization = drafter_quantization(o, target);
     return std::make_unique<Eagle3Proposer>(*eagle3_, WeightStore(o.speculator), target, e);
@@ -85,6 +86,7 @@ std::unique_ptr<Proposer> SpeculatorPlan::build(const Transformer& target) const
   d.max_model_len = target.max_model_len();
   d.max_context_rows = target.options().max_batch_tokens;
   d.context_window = o.draft_context_window;
+  d.max_pending_positions = o.draft_pending_positions;
   d.compute = o.compute;
   d.quantization = drafter_quantization(o, target);
   const WeightStore drafter(o.speculator);

@@ -40,6 +40,9 @@ struct SpeculatorOptions {
   int32_t ngram_min = 1;               // n-gram: shortest tail matched
   int32_t ngram_max = 4;               // n-gram: longest tail tried first
   int64_t draft_context_window = kDefaultDraftContextWindow;  // block drafter: context positions seen (0 = all)
+  // DSpark/DFlash/EAGLE-3: committed positions per request whose context projection waits
+  // for the request's next draft (0 = projected at once; -1 = about 64 MiB over all slots).
+  int64_t draft_pending_positions = -1;
   int64_t max_running = 1;             // the engine's max_running
   DType compute = DType::kBF16;        // draft model / drafter compute dtype
   WeightQuantization quantization = WeightQuantization::kNone;  // draft model's / drafter's matmul weights
