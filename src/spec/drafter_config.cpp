@@ -90,8 +90,10 @@ std::vector<int32_t> DrafterConfig::capture_layers() const {
   return out;
 }
 
-float DrafterConfig::confidence_temperature(int32_t j) const {
-  return j < static_cast<int32_t>(confidence_temperatures.size()) ? confidence_temperatures[j] : 1.0f;
+float DrafterConfig::confidence_temperature(int32_t j, bool sampled) const {
+  const std::vector<float>& t =
+      sampled && !confidence_temperatures_sampled.empty() ? confidence_temperatures_sampled : confidence_temperatures;
+  return j < static_cast<int32_t>(t.size()) ? t[j] : 1.0f;
 }
 
 DrafterConfig DrafterConfig::from_json(const json& root, const std::string& source) {
@@ -124,6 +126,9 @@ DrafterConfig DrafterConfig::from_json(const json& root, const std::string& sour
   c.confidence_head_with_markov = c.enable_confidence_head && r.get_bool("confidence_head_with_markov", false);
   for (const double t : r.get_numbers("confidence_temperatures")) {
     c.confidence_temperatures.push_back(static_cast<float>(t));
+  }
+  for (const double t : r.get_numbers("confidence_temperatures_sampled")) {
+    c.confidence_temperatures_sampled.push_back(static_cast<float>(t));
   }
   DSPARK_CHECK(c.block_size >= 1, "{}: field 'block_size' must be positive, got {}", source, c.block_size);
   c.speculative_tokens = c.num_drafts();
@@ -162,15 +167,18 @@ void DrafterConfig::validate(const std::string& source) const {
                "{}: confidence_head_with_markov is set but enable_confidence_head is false", source);
   DSPARK_CHECK(!confidence_head_with_markov || markov_rank > 0,
                "{}: confidence_head_with_markov needs a Markov head, but markov_rank is 0", source);
-  DSPARK_CHECK(confidence_temperatures.empty() || static_cast<int32_t>(confidence_temperatures.size()) == num_drafts(),
-               "{}: field 'confidence_temperatures' has {} entries; the drafter makes {} drafts per block", source,
-               confidence_temperatures.size(), num_drafts());
-  for (float t : confidence_temperatures) {
-    DSPARK_CHECK(std::isfinite(t) && t > 0, "{}: confidence_temperatures entry {} must be a positive number", source,
-                 t);
+  for (const auto& [field, temps] : {std::pair<const char*, const std::vector<float>*>{"confidence_temperatures",
+                                                                                    &confidence_temperatures},
+                                     {"confidence_temperatures_sampled", &confidence_temperatures_sampled}}) {
+    DSPARK_CHECK(temps->empty() || static_cast<int32_t>(temps->size()) == num_drafts(),
+                 "{}: field '{}' has {} entries; the drafter makes {} drafts per block", source, field, temps->size(),
+                 num_drafts());
+    for (float t : *temps) {
+      DSPARK_CHECK(std::isfinite(t) && t > 0, "{}: {} entry {} must be a positive number", source, field, t);
+    }
+    DSPARK_CHECK(temps->empty() || enable_confidence_head, "{}: {} given but enable_confidence_head is false",
+                 source, field);
   }
-  DSPARK_CHECK(confidence_temperatures.empty() || enable_confidence_head,
-               "{}: confidence_temperatures given but enable_confidence_head is false", source);
   DSPARK_CHECK(speculative_tokens >= 1 && speculative_tokens <= num_drafts(),
                "{}: speculators_config speculative_tokens {} must be within 1..{} (the drafts of one block)", source,
                speculative_tokens, num_drafts());
@@ -218,6 +226,11 @@ json DrafterConfig::to_json() const {
     json temps = json::array();
     for (float t : confidence_temperatures) temps.push_back(float_for_json(t));
     j["confidence_temperatures"] = temps;
+  }
+  if (!confidence_temperatures_sampled.empty()) {
+    json temps = json::array();
+    for (float t : confidence_temperatures_sampled) temps.push_back(float_for_json(t));
+    j["confidence_temperatures_sampled"] = temps;
   }
   j["speculators_config"] = {
       {"algorithm", std::string(kind_name(kind))},

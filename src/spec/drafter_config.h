@@ -17,6 +17,9 @@
 //   confidence_head_with_markov
 //   confidence_temperatures  optional [num_drafts] floats > 0: Sequential Temperature Scaling
 //                            result; c_j = sigmoid(z_j / T_j). Absent = all 1 (uncalibrated).
+//   confidence_temperatures_sampled  optional, the same for requests that sample (fitted
+//                            on sampled verification at temperature 1, whose drafts survive
+//                            less often than greedy ones). Absent = confidence_temperatures.
 //   speculators_config       {algorithm, proposal_methods: [{proposal_type: "greedy",
 //                            speculative_tokens}], default_proposal_method,
 //                            verifier: {name_or_path, architectures}}
@@ -69,6 +72,7 @@ struct DrafterConfig {
   bool enable_confidence_head = false;
   bool confidence_head_with_markov = false;   // confidence sees [h_j ; W₁[x_{j−1}]]
   std::vector<float> confidence_temperatures; // [num_drafts()] or empty (all 1)
+  std::vector<float> confidence_temperatures_sampled;  // [num_drafts()] or empty (the greedy ones)
   int32_t speculative_tokens = 0;             // default drafts per round (speculators_config)
   std::string verifier_name_or_path;
   std::vector<std::string> verifier_architectures;
@@ -77,8 +81,8 @@ struct DrafterConfig {
   int32_t num_drafts() const { return sample_from_anchor ? block_size : block_size - 1; }
   // The engine's capture layers, in fc column order.
   std::vector<int32_t> capture_layers() const;
-  // T_j for draft j (0-based); 1 when uncalibrated.
-  float confidence_temperature(int32_t j) const;
+  // T_j for draft j (0-based) of a greedy or a sampling request; 1 when uncalibrated.
+  float confidence_temperature(int32_t j, bool sampled = false) const;
 
   static DrafterConfig from_json(const nlohmann::json& json, const std::string& source);
   // Reads DIR/config.json (or the file itself).

@@ -408,7 +408,7 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
         const float* h = x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_;
         const float z = heads_.confidence_logit(h, prev);
         s.confidence_logits[j] = z;
-        s.confidence[j] = 1.0f / (1.0f + std::exp(-z / config_.confidence_temperature(j)));
+        s.confidence[j] = 1.0f / (1.0f + std::exp(-z / config_.confidence_temperature(j, !sp.greedy())));
       }
       s.drafts.push_back(token);
     }

@@ -25,7 +25,8 @@
 //   repetition penalty seeing committed tokens + earlier drafts), x_j = draw_draft(q_j)
 //   (spec/proposer.h: argmax for greedy requests, Gumbel-max with the target's
 //   position-keyed noise for seeded ones, else drawn with the request's draft Rng);
-//   c_j = sigmoid(z_j / T_j).
+//   c_j = sigmoid(z_j / T_j), with the temperatures calibrated for greedy or for sampling
+//   requests (DrafterConfig::confidence_temperature).
 //   Returns min(max_drafts, num_speculative_tokens) drafts with their q rows and c_j.
 //
 // The embedding table and LM head are the target's unless the drafter directory has its own

@@ -126,6 +126,14 @@ TEST(DrafterConfig, AuxLayerIdsAreOneAboveCaptureLayers) {
 TEST(DrafterConfig, WriterRoundTrips) {
   const DrafterConfig c = DrafterConfig::from_json(published_dspark(), "drafter.json");
   EXPECT_EQ(DrafterConfig::from_json(c.to_json(), "written"), c);
+  // Temperatures for sampling requests: written, read back, used for them; absent, the greedy ones.
+  EXPECT_FALSE(c.to_json().contains("confidence_temperatures_sampled"));
+  EXPECT_EQ(c.confidence_temperature(2, /*sampled=*/true), 1.2f);
+  DrafterConfig sampled = c;
+  sampled.confidence_temperatures_sampled = {2.0f, 2.1f, 2.2f, 2.3f, 2.4f, 2.5f, 2.6f};
+  EXPECT_EQ(DrafterConfig::from_json(sampled.to_json(), "written"), sampled);
+  EXPECT_EQ(sampled.confidence_temperature(2, /*sampled=*/true), 2.2f);
+  EXPECT_EQ(sampled.confidence_temperature(2, /*sampled=*/false), 1.2f);
   DrafterConfig d = c;
   d.kind = DrafterKind::kDFlash;
   d.architecture = "DFlashDraftModel";
@@ -195,6 +203,17 @@ TEST(DrafterConfig, ParseErrorsNameTheField) {
       {[](json& j) { j["enable_confidence_head"] = "yes"; }, "'enable_confidence_head' must be true or false"},
       {[](json& j) { j["confidence_temperatures"] = {1.0, 2.0}; }, "'confidence_temperatures' has 2 entries; the drafter makes 7"},
       {[](json& j) { j["confidence_temperatures"][3] = 0.0; }, "confidence_temperatures entry 0 must be a positive"},
+      {[](json& j) { j["confidence_temperatures_sampled"] = {1.0}; },
+       "'confidence_temperatures_sampled' has 1 entries; the drafter makes 7"},
+      {[](json& j) { j["confidence_temperatures_sampled"] = {1, 1, 1, -1, 1, 1, 1}; },
+       "confidence_temperatures_sampled entry -1 must be a positive"},
+      {[](json& j) {
+         j["confidence_temperatures_sampled"] = {1, 1, 1, 1, 1, 1, 1};
+         j.erase("confidence_temperatures");
+         j["enable_confidence_head"] = false;
+         j["confidence_head_with_markov"] = false;
+       },
+       "confidence_temperatures_sampled given but enable_confidence_head is false"},
       {[](json& j) { j["speculators_config"]["algorithm"] = "dflash"; }, "speculators_config.algorithm 'dflash' disagrees"},
       {[](json& j) { j["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 8; },
        "speculative_tokens 8 must be within 1..7"},

@@ -420,6 +420,7 @@ TEST(DSparkProposer, LoadsAPublishedShapedDrafter) {
   const ModelConfig target = ModelConfig::from_file(target_dir);
   DrafterConfig c = testing::make_drafter_config(target, DrafterKind::kDSpark, {1, 2, 3, 5, 6}, 7, 5, 256);
   c.confidence_temperatures = {1.0f, 1.1f, 1.2f, 1.3f, 1.4f, 1.5f, 1.6f};
+  c.confidence_temperatures_sampled = {2.0f, 0.5f, 3.0f, 0.25f, 1.0f, 4.0f, 0.8f};
   const auto drafter_dir = testing::write_random_drafter(c, testing::make_temp_dir("published-drafter"));
   DSparkProposerOptions o;
   o.max_running = 2;
@@ -440,6 +441,20 @@ TEST(DSparkProposer, LoadsAPublishedShapedDrafter) {
   for (int j = 0; j < 7; ++j) {
     EXPECT_GT(d.confidence[j], 0.0f);
     EXPECT_LT(d.confidence[j], 1.0f);
+    const float z = p->inspect(0).confidence_logits[j];
+    EXPECT_FLOAT_EQ(d.confidence[j], 1.0f / (1.0f + std::exp(-z / c.confidence_temperatures[j])));
+  }
+  // A sampling request gets the temperatures calibrated for sampled verification.
+  SamplingParams sampled;
+  sampled.temperature = 1.0f;
+  sampled.seed = 5;
+  sampled.position_keyed = true;
+  const DraftRequest rs{1, tokens, &sampled, nullptr, 7};
+  p->propose({&rs, 1}, {&d, 1});
+  ASSERT_EQ(d.tokens.size(), 7u);
+  for (int j = 0; j < 7; ++j) {
+    const float z = p->inspect(0).confidence_logits[j];
+    EXPECT_FLOAT_EQ(d.confidence[j], 1.0f / (1.0f + std::exp(-z / c.confidence_temperatures_sampled[j]))) << j;
   }
 }
 

@@ -203,7 +203,8 @@ TEST_F(DraftPipelineTest, DSparkTrainingReducesTheLossAndExports) {
     EXPECT_TRUE(std::equal(ta.bytes.begin(), ta.bytes.end(), tb.bytes.begin())) << name;
   }
 
-  // Calibration writes one temperature per draft into both configs of the run.
+  // Calibration writes one temperature per draft, for greedy and for sampling requests,
+  // into both configs of the run.
   CalibrateOptions co;
   co.target = root_ / "target";
   co.drafter = root_ / "dspark";
@@ -219,6 +220,18 @@ TEST_F(DraftPipelineTest, DSparkTrainingReducesTheLossAndExports) {
   const DrafterConfig calibrated = DrafterConfig::from_file(root_ / "dspark" / "drafter");
   EXPECT_EQ(calibrated.confidence_temperatures, cal.sts.temperatures);
   EXPECT_LE(cal.sts.after[0].ece, cal.sts.before[0].ece + 1e-12);  // T = 1 is on the grid
+  // Sampled verification: every full block counts, its survival a probability.
+  EXPECT_GE(cal.num_sampled_blocks, cal.num_blocks);
+  ASSERT_EQ(cal.sts_sampled.temperatures.size(), 4u);
+  EXPECT_EQ(calibrated.confidence_temperatures_sampled, cal.sts_sampled.temperatures);
+  EXPECT_LE(cal.sts_sampled.after[0].ece, cal.sts_sampled.before[0].ece + 1e-12);
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_GT(cal.sts_sampled.after[j].mean_observed, 0.0) << j;
+    EXPECT_LT(cal.sts_sampled.after[j].mean_observed, 1.0) << j;
+    if (j > 0) EXPECT_LE(cal.sts_sampled.after[j].mean_observed, cal.sts_sampled.after[j - 1].mean_observed);
+  }
+  EXPECT_EQ(DrafterConfig::from_file(root_ / "dspark" / "checkpoint").confidence_temperatures_sampled,
+            cal.sts_sampled.temperatures);
 }
 
 TEST_F(DraftPipelineTest, ResumedRunReproducesAnUninterruptedOne) {

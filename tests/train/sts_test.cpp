@@ -1,6 +1,7 @@
-// Sequential Temperature Scaling on synthetic confidences: ECE by hand, and a confidence
-// head that is miscalibrated by construction (the true survival probability of draft j is
-// sigmoid(z_j / T*_j)) gets its temperatures back within 15% and its ECE reduced.
+// Sequential Temperature Scaling on synthetic confidences: ECE by hand (0/1 outcomes and
+// survival probabilities), and a confidence head that is miscalibrated by construction (the
+// true survival probability of draft j is sigmoid(z_j / T*_j)) gets its temperatures back
+// within 15% and its ECE reduced, from sampled outcomes and from the probabilities alike.
 #include <cmath>
 #include <vector>
 
@@ -15,20 +16,20 @@ namespace {
 
 TEST(EceTest, HandComputed) {
   const std::vector<double> p = {0.1, 0.15, 0.8, 0.85, 0.9};
-  const std::vector<uint8_t> s = {0, 1, 1, 1, 0};
+  const std::vector<float> s = {0, 1, 1, 1, 0};
   // 10 bins: {0.1, 0.15} -> |0.125 − 0.5|·2/5, {0.8, 0.85} -> |0.825 − 1|·2/5, {0.9} -> 0.9/5.
   EXPECT_NEAR(expected_calibration_error(p, s, 10), 0.15 + 0.07 + 0.18, 1e-12);
   // p = 1 falls in the last bin; a perfectly calibrated pair of bins has ECE 0.
   // Built element by element: GCC 12.2 with AVX-512 (-march=native here) miscompiles the
   // braced initialiser {1.0, 1.0, 0.0, 0.0} of a std::vector<double> into four 1.0s.
   std::vector<double> q;
-  std::vector<uint8_t> t;
+  std::vector<float> t;
   for (int i = 0; i < 4; ++i) {
     q.push_back(i < 2 ? 1.0 : 0.0);
     t.push_back(i < 2 ? 1 : 0);
   }
   EXPECT_NEAR(expected_calibration_error(q, t, 20), 0.0, 1e-12);
-  EXPECT_NEAR(expected_calibration_error(std::vector<double>{0.5}, std::vector<uint8_t>{1}, 20), 0.5, 1e-12);
+  EXPECT_NEAR(expected_calibration_error(std::vector<double>{0.5}, std::vector<float>{1}, 20), 0.5, 1e-12);
 }
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -42,12 +43,12 @@ ConfidenceData synthetic(const std::vector<double>& true_t, int64_t n, uint64_t 
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.141592653589793 * u2);
   };
   for (int64_t b = 0; b < n; ++b) {
-    uint8_t alive = 1;
+    float alive = 1;
     for (size_t j = 0; j < true_t.size(); ++j) {
       const double z = 1.0 + 2.0 * normal();
       d.logits.push_back(static_cast<float>(z));
-      alive = alive && rng.uniform() < sigmoid(z / true_t[j]);
-      d.survived.push_back(alive);
+      alive = alive > 0 && rng.uniform() < sigmoid(z / true_t[j]) ? 1.0f : 0.0f;
+      d.survival.push_back(alive);
     }
   }
   return d;
@@ -70,6 +71,34 @@ TEST(StsTest, RecoversTemperaturesOfAMiscalibratedHead) {
   EXPECT_LT(after, 0.3 * before);
 }
 
+TEST(EceTest, SurvivalProbabilitiesCountAsExpectedOutcomes) {
+  // One bin holding predictions 0.2 and 0.4 against probabilities 0.5 and 0.7: |0.3 − 0.6|.
+  EXPECT_NEAR(expected_calibration_error(std::vector<double>{0.2, 0.4}, std::vector<float>{0.5f, 0.7f}, 1), 0.3,
+              1e-6);
+  // Probabilities equal to the predictions: calibrated, whatever the bins.
+  EXPECT_NEAR(expected_calibration_error(std::vector<double>{0.25, 0.75}, std::vector<float>{0.25f, 0.75f}, 20), 0.0,
+              1e-7);
+}
+
+TEST(StsTest, RecoversTemperaturesFromSurvivalProbabilities) {
+  // Sampled verification's labels: s_j = ∏_{i≤j} α_i, here the true sigmoid(z_i / T*_i).
+  const std::vector<double> true_t = {1.8, 0.7, 1.3};
+  ConfidenceData d = synthetic(true_t, 20000, 23);
+  for (int64_t b = 0; b < d.num_blocks(); ++b) {
+    double s = 1;
+    for (size_t j = 0; j < true_t.size(); ++j) {
+      s *= sigmoid(d.logits[b * 3 + j] / true_t[j]);
+      d.survival[b * 3 + j] = static_cast<float>(s);
+    }
+  }
+  const StsResult r = sequential_temperature_scaling(d);
+  for (size_t j = 0; j < true_t.size(); ++j) {
+    EXPECT_NEAR(r.temperatures[j] / true_t[j], 1.0, 0.1) << "position " << j + 1;
+    EXPECT_LT(r.after[j].ece, 0.01) << "position " << j + 1;
+    EXPECT_GT(r.before[j].ece, 0.02) << "position " << j + 1;
+  }
+}
+
 TEST(StsTest, CalibratedHeadKeepsTemperatureNearOne) {
   const ConfidenceData d = synthetic({1.0, 1.0}, 40000, 3);
   const StsResult r = sequential_temperature_scaling(d);
@@ -83,8 +112,8 @@ TEST(StsTest, UninformedPositionKeepsTemperatureOne) {
   ConfidenceData d = synthetic({1.0, 1.0, 1.0}, 5000, 8);
   for (int64_t b = 0; b < d.num_blocks(); ++b) {
     d.logits[b * 3 + 1] = -30.0f;
-    d.survived[b * 3 + 1] = 0;
-    d.survived[b * 3 + 2] = 0;
+    d.survival[b * 3 + 1] = 0;
+    d.survival[b * 3 + 2] = 0;
   }
   const StsResult r = sequential_temperature_scaling(d);
   EXPECT_EQ(r.temperatures[2], 1.0f);
@@ -95,7 +124,7 @@ TEST(StsTest, CumulativeSurvivalUsesTemperatures) {
   ConfidenceData d;
   d.num_drafts = 2;
   d.logits = {2.0f, -1.0f};
-  d.survived = {1, 0};
+  d.survival = {1, 0};
   const std::vector<float> t = {2.0f, 0.5f};
   const auto a = cumulative_survival(d, t);
   EXPECT_NEAR(a[0], sigmoid(1.0), 1e-12);

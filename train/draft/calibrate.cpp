@@ -71,31 +71,44 @@ CalibrateResult run_calibration(const CalibrateOptions& o) {
   const DraftEvalResult e = evaluate_drafter(*target, *drafter, seqs, eval);
   CalibrateResult result;
   result.num_blocks = e.confidence.num_blocks();
+  result.num_sampled_blocks = e.confidence_sampled.num_blocks();
   DSPARK_CHECK(result.num_blocks > 0, "calibrate: no determinable greedy block in the held-out data");
-  print(fmt::format("calibrate: {} held-out sequences, {} blocks ({} determinable), tau greedy {:.3f}, "
-                    "ECE with {} equal-width bins",
-                    e.num_sequences, e.num_blocks, result.num_blocks, e.tau_greedy, o.sts.num_bins));
+  print(fmt::format("calibrate: {} held-out sequences, {} blocks ({} determinable greedy), tau greedy {:.3f}, "
+                    "tau expected at temperature 1 {:.3f}, ECE with {} equal-width bins",
+                    e.num_sequences, e.num_blocks, result.num_blocks, e.tau_greedy, e.tau_expected, o.sts.num_bins));
   result.sts = sequential_temperature_scaling(e.confidence, o.sts);
-  const auto& s = result.sts;
-  print(" pos   T       ECE before  ECE after   mean a_j before  after   observed");
-  for (size_t j = 0; j < s.temperatures.size(); ++j) {
-    print(fmt::format(" {:<4}  {:<6.3f}  {:<10.4f}  {:<10.4f}  {:<15.4f}  {:<6.4f}  {:.4f}", j + 1, s.temperatures[j],
-                      s.before[j].ece, s.after[j].ece, s.before[j].mean_predicted, s.after[j].mean_predicted,
-                      s.after[j].mean_observed));
-  }
-  const json report{{"temperatures", s.temperatures},
+  result.sts_sampled = sequential_temperature_scaling(e.confidence_sampled, o.sts);
+  auto print_table = [&](const char* title, const StsResult& s) {
+    print(title);
+    print(" pos   T       ECE before  ECE after   mean a_j before  after   observed");
+    for (size_t j = 0; j < s.temperatures.size(); ++j) {
+      print(fmt::format(" {:<4}  {:<6.3f}  {:<10.4f}  {:<10.4f}  {:<15.4f}  {:<6.4f}  {:.4f}", j + 1,
+                        s.temperatures[j], s.before[j].ece, s.after[j].ece, s.before[j].mean_predicted,
+                        s.after[j].mean_predicted, s.after[j].mean_observed));
+    }
+  };
+  print_table("greedy verification (confidence_temperatures):", result.sts);
+  print_table("sampled verification at temperature 1 (confidence_temperatures_sampled):", result.sts_sampled);
+  const json report{{"temperatures", result.sts.temperatures},
                     {"num_bins", o.sts.num_bins},
                     {"blocks", result.num_blocks},
                     {"sequences", e.num_sequences},
                     {"tau_greedy", e.tau_greedy},
-                    {"before", positions_json(s.before)},
-                    {"after", positions_json(s.after)}};
+                    {"before", positions_json(result.sts.before)},
+                    {"after", positions_json(result.sts.after)},
+                    {"sampled",
+                     {{"temperatures", result.sts_sampled.temperatures},
+                      {"blocks", result.num_sampled_blocks},
+                      {"tau_expected", e.tau_expected},
+                      {"before", positions_json(result.sts_sampled.before)},
+                      {"after", positions_json(result.sts_sampled.after)}}}};
   if (o.write) {
     for (const fs::path& dir : dirs) {
-      write_confidence_temperatures(dir, s.temperatures);
+      write_confidence_temperatures(dir, result.sts.temperatures, result.sts_sampled.temperatures);
       std::ofstream(dir / "calibration.json") << report.dump(2) << "\n";
       result.written.push_back(dir / "config.json");
-      print(fmt::format("wrote confidence_temperatures to {}", (dir / "config.json").string()));
+      print(fmt::format("wrote confidence_temperatures and confidence_temperatures_sampled to {}",
+                        (dir / "config.json").string()));
     }
   }
   return result;

@@ -1,13 +1,17 @@
 // `dspark-train calibrate`: Sequential Temperature Scaling (sts.h) of a DSpark drafter's
-// confidence head on held-out regen data, written into the drafter's config
-// (confidence_temperatures; the engine applies c_j = sigmoid(z_j / T_j)).
+// confidence head on held-out regen data, written into the drafter's config; the engine
+// applies c_j = sigmoid(z_j / T_j).
 //
 // Held-out data: the regen records whose id hash falls below val_fraction — the same split
-// `dspark-train draft` keeps out of training when given the same fraction. The survival
-// labels are greedy verification outcomes computed as the engine drafts (draft_eval.h).
-// The temperatures go into DIR/config.json of the drafter given (an export, a checkpoint
-// directory, or a run directory: then both RUN/checkpoint and RUN/drafter when present),
-// and a report with per-position ECE before/after into DIR/calibration.json.
+// `dspark-train draft` keeps out of training when given the same fraction; it spans every
+// training source, and the greedy and temperature-1 answers alike. Two fits
+// (draft_eval.h): for greedy requests (confidence_temperatures) on greedy verification
+// outcomes computed as the engine drafts; for sampling requests
+// (confidence_temperatures_sampled) on the survival probabilities of sampled verification
+// at temperature 1, teacher forced. The temperatures go into DIR/config.json of the drafter
+// given (an export, a checkpoint directory, or a run directory: then both RUN/checkpoint
+// and RUN/drafter when present), and a report with per-position ECE before/after of both
+// fits into DIR/calibration.json.
 #pragma once
 
 #include <cstdint>
@@ -38,8 +42,10 @@ struct CalibrateOptions {
 };
 
 struct CalibrateResult {
-  StsResult sts;
-  int64_t num_blocks = 0;
+  StsResult sts;                  // greedy verification
+  StsResult sts_sampled;          // sampled verification at temperature 1
+  int64_t num_blocks = 0;         // greedy-determinable blocks
+  int64_t num_sampled_blocks = 0;
   std::vector<std::filesystem::path> written;  // config files updated
 };
 

@@ -26,6 +26,7 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
   const int64_t d = drafter.num_drafts();
   DraftEvalResult r;
   r.confidence.num_drafts = d;
+  r.confidence_sampled.num_drafts = d;
   std::vector<double> survived(d, 0.0), alpha_sum(d, 0.0);
   double accepted_sum = 0, tau_expected_sum = 0, ce_sum = 0;
   int64_t ce_count = 0;
@@ -57,23 +58,30 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
     auto y = f.target_probs.argmax(-1);                                           // [B, N, D]
 
     // Greedy drafting with the drafted previous token, as the engine does.
-    std::vector<torch::Tensor> xs, zs;
+    // Teacher-forced confidence logits too (prev = the stored token), for sampled verification.
+    std::vector<torch::Tensor> xs, zs, zs_forced;
     {
       Bf16Autocast autocast(o.bf16);
       auto u = drafter.base_logits(f.hidden);                                     // [B, N, D, V]
       auto prev = t.ids.gather(1, t.anchors);                                     // [B, N] anchors
+      auto prev_forced = prev;
       for (int64_t j = 0; j < d; ++j) {
         auto h_j = f.hidden.select(2, j);
         auto l_j = u.select(2, j);
         if (drafter.has_markov()) l_j = l_j + drafter.markov_bias(prev).to(l_j.scalar_type());
-        if (drafter.has_confidence()) zs.push_back(drafter.confidence_logits(h_j, prev));
+        if (drafter.has_confidence()) {
+          zs.push_back(drafter.confidence_logits(h_j, prev));
+          zs_forced.push_back(drafter.confidence_logits(h_j, prev_forced));
+        }
         auto x_j = l_j.to(at::kFloat).argmax(-1);
         xs.push_back(x_j);
         prev = x_j;
+        prev_forced = f.targets.labels.select(2, j);
       }
     }
     auto x = at::stack(xs, 2).contiguous();                                       // [B, N, D]
-    auto z = zs.empty() ? torch::Tensor() : at::stack(zs, 2).contiguous();        // [B, N, D]
+    auto z = zs.empty() ? torch::Tensor() : at::stack(zs, 2).to(at::kFloat).contiguous();  // [B, N, D]
+    auto z_forced = zs_forced.empty() ? torch::Tensor() : at::stack(zs_forced, 2).to(at::kFloat).contiguous();
     auto labels = f.targets.labels.contiguous();
     auto valid = f.targets.valid.contiguous();
     auto y_c = y.contiguous();
@@ -86,6 +94,7 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
     const float* ap = alpha_c.data_ptr<float>();
     const float* cp = ce_c.data_ptr<float>();
     const float* zp = z.defined() ? z.data_ptr<float>() : nullptr;
+    const float* zfp = z_forced.defined() ? z_forced.data_ptr<float>() : nullptr;
     const int64_t blocks = x.size(0) * x.size(1);
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t base = blk * d;
@@ -98,6 +107,10 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
         alpha_sum[j] += ap[base + j];
         ce_sum += cp[base + j];
         ++ce_count;
+        if (zfp) {
+          r.confidence_sampled.logits.push_back(zfp[base + j]);
+          r.confidence_sampled.survival.push_back(static_cast<float>(prod));
+        }
       }
       tau_expected_sum += 1.0 + expected;
       int64_t accepted = 0;
@@ -117,7 +130,7 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
       if (zp) {
         for (int64_t j = 0; j < d; ++j) {
           r.confidence.logits.push_back(zp[base + j]);
-          r.confidence.survived.push_back(j < accepted ? 1 : 0);
+          r.confidence.survival.push_back(j < accepted ? 1.0f : 0.0f);
         }
       }
     }

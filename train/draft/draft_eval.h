@@ -18,8 +18,10 @@
 // Probabilistic (sampled verification at temperature 1, teacher forced):
 //   α_j = 1 − ½‖q_j − p_j‖₁ with q_j the teacher-forced draft distribution (prev = t);
 //   tau_expected = 1 + mean Σ_j ∏_{i≤j} α_i (the reference's tau_probabilistic).
-// Confidence data (DSpark with a confidence head): z_1..z_D and survival s_j of every
-// determinable block, as the engine would compute them (drafted previous tokens).
+// Confidence data (DSpark with a confidence head), for greedy verification: z_1..z_D and the
+// outcome s_j of every determinable block, as the engine would compute them (drafted
+// previous tokens); for sampled verification at temperature 1: z_j teacher forced (previous
+// token = the stored one) and the survival probability s_j = ∏_{i≤j} α_i of every block.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +52,8 @@ struct DraftEvalResult {
   std::vector<double> accept_conditional;  // [D]
   std::vector<double> alpha;               // [D] mean α_j
   double ce = 0;                           // mean teacher-forced CE per position (unweighted)
-  ConfidenceData confidence;               // z and s of the determinable blocks (if any head)
+  ConfidenceData confidence;               // greedy: z and s of the determinable blocks (if any head)
+  ConfidenceData confidence_sampled;       // temperature 1: z and ∏α of every block (if any head)
 };
 
 DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& drafter,

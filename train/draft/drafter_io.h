@@ -76,8 +76,10 @@ void export_drafter(const std::filesystem::path& checkpoint, const std::filesyst
 void export_drafter(const DrafterImpl& drafter, const std::filesystem::path& out_dir,
                     const DrafterExportOptions& options);
 
-// Rewrites DIR/config.json with new confidence temperatures (atomically).
-void write_confidence_temperatures(const std::filesystem::path& dir, const std::vector<float>& temperatures);
+// Rewrites DIR/config.json with new confidence temperatures for greedy and for sampling
+// requests (atomically; an empty `sampled` leaves sampling requests on the greedy ones).
+void write_confidence_temperatures(const std::filesystem::path& dir, const std::vector<float>& greedy,
+                                   const std::vector<float>& sampled = {});
 
 // True when a run/checkpoint/export directory holds a drafter (speculators config).
 bool is_drafter_checkpoint(const std::filesystem::path& dir);

@@ -13,14 +13,14 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 void check_data(const ConfidenceData& d) {
   DSPARK_CHECK(d.num_drafts >= 1, "calibration data: num_drafts must be >= 1");
-  DSPARK_CHECK(d.logits.size() == d.survived.size() && d.logits.size() % static_cast<size_t>(d.num_drafts) == 0,
+  DSPARK_CHECK(d.logits.size() == d.survival.size() && d.logits.size() % static_cast<size_t>(d.num_drafts) == 0,
                "calibration data: {} logits and {} survival labels for {} drafts per block", d.logits.size(),
-               d.survived.size(), d.num_drafts);
+               d.survival.size(), d.num_drafts);
 }
 
 }  // namespace
 
-double expected_calibration_error(std::span<const double> predicted, std::span<const uint8_t> observed,
+double expected_calibration_error(std::span<const double> predicted, std::span<const float> observed,
                                   int num_bins) {
   DSPARK_CHECK(predicted.size() == observed.size(), "ECE: {} predictions but {} outcomes", predicted.size(),
                observed.size());
@@ -32,7 +32,7 @@ double expected_calibration_error(std::span<const double> predicted, std::span<c
     const double p = std::clamp(predicted[i], 0.0, 1.0);
     const int b = std::min(static_cast<int>(p * num_bins), num_bins - 1);
     sum_p[b] += p;
-    sum_s[b] += observed[i] ? 1.0 : 0.0;
+    sum_s[b] += observed[i];
     ++count[b];
   }
   double ece = 0;
@@ -61,12 +61,12 @@ std::vector<PositionCalibration> calibration_report(const ConfidenceData& d, std
   const int64_t n = d.num_blocks(), k = d.num_drafts;
   std::vector<PositionCalibration> out(static_cast<size_t>(k));
   std::vector<double> pred(static_cast<size_t>(n));
-  std::vector<uint8_t> obs(static_cast<size_t>(n));
+  std::vector<float> obs(static_cast<size_t>(n));
   for (int64_t j = 0; j < k; ++j) {
     double sp = 0, so = 0;
     for (int64_t b = 0; b < n; ++b) {
       pred[b] = a[b * k + j];
-      obs[b] = d.survived[b * k + j];
+      obs[b] = d.survival[b * k + j];
       sp += pred[b];
       so += obs[b];
     }
@@ -95,9 +95,9 @@ StsResult sequential_temperature_scaling(const ConfidenceData& d, const StsOptio
   result.before = calibration_report(d, {}, o.num_bins);
   std::vector<double> prefix(static_cast<size_t>(n), 1.0);  // a_{j−1} with the chosen temperatures
   std::vector<double> pred(static_cast<size_t>(n));
-  std::vector<uint8_t> obs(static_cast<size_t>(n));
+  std::vector<float> obs(static_cast<size_t>(n));
   for (int64_t j = 0; j < k; ++j) {
-    for (int64_t b = 0; b < n; ++b) obs[b] = d.survived[b * k + j];
+    for (int64_t b = 0; b < n; ++b) obs[b] = d.survival[b * k + j];
     std::vector<double> ece(static_cast<size_t>(o.grid_points));
     double min_ece = 0;
     for (int i = 0; i < o.grid_points; ++i) {

@@ -1,11 +1,14 @@
 // Sequential Temperature Scaling (STS) of the DSpark confidence head (DESIGN §4).
 //
 // Data: per drafted block, the confidence logits z_1..z_D (before any temperature) and the
-// observed survival s_j ∈ {0, 1}: drafts 1..j were all accepted by the verifier (so s is
-// non-increasing along a block). The head's prediction of s_j is the cumulative product
+// survival s_j: under greedy verification the outcome, 1 when drafts 1..j were all accepted
+// and 0 otherwise; under sampled verification its probability ∏_{i≤j} α_i (α_i the chance
+// that draft i is accepted once drafts 1..i−1 were), in [0, 1]. Either way s is
+// non-increasing along a block. The head's prediction of s_j is the cumulative product
 // a_j = ∏_{i≤j} sigmoid(z_i / T_i).
 //
-// ECE (expected calibration error) of predictions against 0/1 outcomes: equal-width bins on
+// ECE (expected calibration error) of predictions against outcomes or their probabilities
+// (a bin's mean s is then the expected fraction that survives): equal-width bins on
 // [0, 1] (a prediction p goes to bin min(floor(p·bins), bins−1); kDefaultEceBins = 20, as
 // the reference's reliability metrics use), ECE = Σ_b (n_b / n) · |mean p_b − mean s_b|.
 //
@@ -28,12 +31,12 @@ inline constexpr int kDefaultEceBins = 20;
 struct ConfidenceData {
   int64_t num_drafts = 0;         // D
   std::vector<float> logits;      // [n, D] z_j
-  std::vector<uint8_t> survived;  // [n, D] s_j
+  std::vector<float> survival;    // [n, D] s_j in [0, 1]
 
   int64_t num_blocks() const { return num_drafts > 0 ? static_cast<int64_t>(logits.size()) / num_drafts : 0; }
 };
 
-double expected_calibration_error(std::span<const double> predicted, std::span<const uint8_t> observed,
+double expected_calibration_error(std::span<const double> predicted, std::span<const float> observed,
                                   int num_bins = kDefaultEceBins);
 
 // a_j for every block: [n, D].
