@@ -15,6 +15,7 @@
 
 #include <ATen/ATen.h>
 
+#include "core/check.h"
 #include "loader/safetensors.h"
 #include "tokenizer/tokenizer.h"
 #include "spec/drafter_config.h"
@@ -204,11 +205,17 @@ TEST_F(DraftPipelineTest, DSparkTrainingReducesTheLossAndExports) {
   }
 
   // Calibration writes one temperature per draft, for greedy and for sampling requests,
-  // into both configs of the run.
+  // into both configs of the run: the greedy fit on the greedy answers, the sampled one on
+  // answers sampled at temperature 1.
+  RegenOptions sampled_regen = regen_options();
+  sampled_regen.out = root_ / "regen_t1" / "data.jsonl";
+  sampled_regen.temperature = 1.0f;
+  run_regen(sampled_regen);
   CalibrateOptions co;
   co.target = root_ / "target";
   co.drafter = root_ / "dspark";
   co.data = root_ / "regen";
+  co.sampled_data = root_ / "regen_t1";
   co.val_fraction = 0.2;
   co.bf16 = false;
   co.threads = 1;
@@ -232,6 +239,35 @@ TEST_F(DraftPipelineTest, DSparkTrainingReducesTheLossAndExports) {
   }
   EXPECT_EQ(DrafterConfig::from_file(root_ / "dspark" / "checkpoint").confidence_temperatures_sampled,
             cal.sts_sampled.temperatures);
+  EXPECT_GT(cal.num_sampled_sequences, 0);
+
+  // regen marks its answers greedy: alone, they leave the sampled fit nothing, which is refused.
+  CalibrateOptions greedy_only = co;
+  greedy_only.write = false;
+  greedy_only.sampled_data.clear();
+  try {
+    run_calibration(greedy_only);
+    ADD_FAILURE() << "calibrated on greedy answers as if sampled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no held-out sampled answer"), std::string::npos) << e.what();
+  }
+  // Unmarked records (older files) serve both fits.
+  {
+    std::ifstream in(root_ / "regen" / "data.jsonl");
+    std::ofstream out(root_ / "unmarked.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      RegenRecord r = regen_record_from_json(line, "regen");
+      EXPECT_EQ(r.temperature, 0.0f);
+      r.temperature = -1.0f;
+      out << regen_record_to_json(r) << "\n";
+    }
+  }
+  CalibrateOptions unmarked = greedy_only;
+  unmarked.data = root_ / "unmarked.jsonl";
+  const CalibrateResult both = run_calibration(unmarked);
+  EXPECT_EQ(both.num_sampled_sequences, both.num_greedy_sequences);
+  EXPECT_EQ(both.num_greedy_sequences, cal.num_greedy_sequences);
 }
 
 TEST_F(DraftPipelineTest, ResumedRunReproducesAnUninterruptedOne) {

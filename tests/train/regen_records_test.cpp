@@ -1,5 +1,6 @@
 // Regen data on disk: a corrupt line or record is skipped and counted, never fatal; a
-// truncated last line (a killed writer) is ignored without being counted.
+// truncated last line (a killed writer) is ignored without being counted; the answer's
+// sampling temperature round-trips and may be absent (older files).
 #include "train/draft/regen_records.h"
 
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+
+#include "core/check.h"
 
 namespace dspark::train {
 namespace {
@@ -65,6 +68,22 @@ TEST(RegenRecords, CorruptLinesAndOutOfVocabularyRecordsAreSkippedAndCounted) {
   EXPECT_EQ(read_regen_data(dir / "b.jsonl", 100, &clean).size(), 1u);
   EXPECT_EQ(clean.summary(), "");
   fs::remove_all(dir);
+}
+
+TEST(RegenRecords, TheAnswersTemperatureRoundTripsAndMayBeAbsent) {
+  RegenRecord r = record("gsm8k:2", {3}, {4, 5});
+  EXPECT_EQ(regen_record_from_json(regen_record_to_json(r), "x").temperature, -1.0f);  // not recorded
+  EXPECT_EQ(regen_record_to_json(r).find("temperature"), std::string::npos);
+  r.temperature = 0.0f;
+  EXPECT_EQ(regen_record_from_json(regen_record_to_json(r), "x").temperature, 0.0f);
+  r.temperature = 1.0f;
+  EXPECT_EQ(regen_record_from_json(regen_record_to_json(r), "x").temperature, 1.0f);
+  EXPECT_THROW(regen_record_from_json(R"({"id": "a", "prompt_ids": [1], "completion_ids": [2], "temperature": -1})",
+                                      "x"),
+               Error);
+  EXPECT_THROW(regen_record_from_json(R"({"id": "a", "prompt_ids": [1], "completion_ids": [2], "temperature": "hot"})",
+                                      "x"),
+               Error);
 }
 
 }  // namespace

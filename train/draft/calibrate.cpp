@@ -55,29 +55,41 @@ CalibrateResult run_calibration(const CalibrateOptions& o) {
   drafter->eval();
   DSPARK_CHECK(drafter->has_confidence(), "calibrate: drafter {} has no confidence head", o.drafter.string());
 
-  RegenReadReport read_report;
-  const auto records = read_regen_data(o.data, target->config().vocab_size, &read_report);
-  if (!read_report.summary().empty()) print(read_report.summary());
-  auto seqs = make_draft_sequences(records, /*held_out=*/true, o.val_fraction,
-                                   static_cast<int32_t>(target->config().eos_token_id), o.max_len);
-  if (o.max_sequences > 0 && static_cast<int64_t>(seqs.size()) > o.max_sequences)
-    seqs.resize(static_cast<size_t>(o.max_sequences));
-  DSPARK_CHECK(!seqs.empty(), "calibrate: no held-out sequence in {} (val_fraction {})", o.data.string(),
-               o.val_fraction);
   DraftEvalOptions eval;
   eval.max_anchors = o.anchors;
   eval.bf16 = o.bf16;
   eval.pad_id = std::max<int32_t>(0, static_cast<int32_t>(target->config().eos_token_id));
-  const DraftEvalResult e = evaluate_drafter(*target, *drafter, seqs, eval);
+  // The held-out sequences of one fit: its records (answers of the other kind left out) and
+  // their evaluation.
+  auto evaluate = [&](const fs::path& given, bool sampled) {
+    const fs::path path = given.empty() ? o.data : given;
+    RegenReadReport read_report;
+    auto records = read_regen_data(path, target->config().vocab_size, &read_report);
+    if (!read_report.summary().empty()) print(read_report.summary());
+    std::erase_if(records, [&](const RegenRecord& r) { return r.temperature >= 0 && (r.temperature > 0) != sampled; });
+    auto seqs = make_draft_sequences(records, /*held_out=*/true, o.val_fraction,
+                                     static_cast<int32_t>(target->config().eos_token_id), o.max_len);
+    if (o.max_sequences > 0 && static_cast<int64_t>(seqs.size()) > o.max_sequences)
+      seqs.resize(static_cast<size_t>(o.max_sequences));
+    DSPARK_CHECK(!seqs.empty(), "calibrate: no held-out {} answer in {} (val_fraction {})",
+                 sampled ? "sampled" : "greedy", path.string(), o.val_fraction);
+    return evaluate_drafter(*target, *drafter, seqs, eval);
+  };
+  const DraftEvalResult e = evaluate(o.greedy_data, false);
+  const DraftEvalResult es = evaluate(o.sampled_data, true);
   CalibrateResult result;
   result.num_blocks = e.confidence.num_blocks();
-  result.num_sampled_blocks = e.confidence_sampled.num_blocks();
+  result.num_sampled_blocks = es.confidence_sampled.num_blocks();
+  result.num_greedy_sequences = e.num_sequences;
+  result.num_sampled_sequences = es.num_sequences;
   DSPARK_CHECK(result.num_blocks > 0, "calibrate: no determinable greedy block in the held-out data");
-  print(fmt::format("calibrate: {} held-out sequences, {} blocks ({} determinable greedy), tau greedy {:.3f}, "
-                    "tau expected at temperature 1 {:.3f}, ECE with {} equal-width bins",
-                    e.num_sequences, e.num_blocks, result.num_blocks, e.tau_greedy, e.tau_expected, o.sts.num_bins));
+  print(fmt::format("calibrate: greedy answers: {} held-out sequences, {} blocks ({} determinable), tau greedy {:.3f}; "
+                    "sampled answers: {} held-out sequences, {} blocks, tau expected at temperature 1 {:.3f}; ECE "
+                    "with {} equal-width bins",
+                    e.num_sequences, e.num_blocks, result.num_blocks, e.tau_greedy, es.num_sequences, es.num_blocks,
+                    es.tau_expected, o.sts.num_bins));
   result.sts = sequential_temperature_scaling(e.confidence, o.sts);
-  result.sts_sampled = sequential_temperature_scaling(e.confidence_sampled, o.sts);
+  result.sts_sampled = sequential_temperature_scaling(es.confidence_sampled, o.sts);
   auto print_table = [&](const char* title, const StsResult& s) {
     print(title);
     print(" pos   T       ECE before  ECE after   mean a_j before  after   observed");
@@ -93,13 +105,16 @@ CalibrateResult run_calibration(const CalibrateOptions& o) {
                     {"num_bins", o.sts.num_bins},
                     {"blocks", result.num_blocks},
                     {"sequences", e.num_sequences},
+                    {"data", (o.greedy_data.empty() ? o.data : o.greedy_data).string()},
                     {"tau_greedy", e.tau_greedy},
                     {"before", positions_json(result.sts.before)},
                     {"after", positions_json(result.sts.after)},
                     {"sampled",
                      {{"temperatures", result.sts_sampled.temperatures},
                       {"blocks", result.num_sampled_blocks},
-                      {"tau_expected", e.tau_expected},
+                      {"sequences", es.num_sequences},
+                      {"data", (o.sampled_data.empty() ? o.data : o.sampled_data).string()},
+                      {"tau_expected", es.tau_expected},
                       {"before", positions_json(result.sts_sampled.before)},
                       {"after", positions_json(result.sts_sampled.after)}}}};
   if (o.write) {

@@ -4,11 +4,14 @@
 //
 // Held-out data: the regen records whose id hash falls below val_fraction — the same split
 // `dspark-train draft` keeps out of training when given the same fraction; it spans every
-// training source, and the greedy and temperature-1 answers alike. Two fits
-// (draft_eval.h): for greedy requests (confidence_temperatures) on greedy verification
-// outcomes computed as the engine drafts; for sampling requests
-// (confidence_temperatures_sampled) on the survival probabilities of sampled verification
-// at temperature 1, teacher forced. The temperatures go into DIR/config.json of the drafter
+// training source. Two fits (draft_eval.h), each on the answers of its kind, since a greedy
+// request follows the target's greedy path and a sampling one a sampled path, along which
+// drafts survive far less often: for greedy requests (confidence_temperatures), greedy
+// verification outcomes computed as the engine drafts, on the greedy answers; for sampling
+// requests (confidence_temperatures_sampled), the survival probabilities of sampled
+// verification at temperature 1, teacher forced, on the sampled answers. A record's kind
+// is its "temperature" field; records without one (older files) serve both fits, and
+// --greedy-data / --sampled-data name the files of each kind instead. The temperatures go into DIR/config.json of the drafter
 // given (an export, a checkpoint directory, or a run directory: then both RUN/checkpoint
 // and RUN/drafter when present), and a report with per-position ECE before/after of both
 // fits into DIR/calibration.json.
@@ -30,6 +33,8 @@ struct CalibrateOptions {
   std::filesystem::path target;   // the drafter's target
   std::filesystem::path drafter;  // export, checkpoint or run directory
   std::filesystem::path data;     // regen JSONL file or directory
+  std::filesystem::path greedy_data;   // the greedy fit's records instead (empty: data)
+  std::filesystem::path sampled_data;  // the sampled fit's records instead (empty: data)
   double val_fraction = 0.05;     // held-out split (match the training run)
   int64_t max_len = 512;
   int64_t max_sequences = 0;      // 0: every held-out sequence
@@ -46,6 +51,8 @@ struct CalibrateResult {
   StsResult sts_sampled;          // sampled verification at temperature 1
   int64_t num_blocks = 0;         // greedy-determinable blocks
   int64_t num_sampled_blocks = 0;
+  int64_t num_greedy_sequences = 0;   // held-out sequences of each fit
+  int64_t num_sampled_sequences = 0;
   std::vector<std::filesystem::path> written;  // config files updated
 };
 

@@ -108,6 +108,8 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--target", o->target, "The drafter's target")->required();
   cmd->add_option("--drafter", o->drafter, "Drafter: export, checkpoint or run directory")->required();
   cmd->add_option("--data", o->data, "Regen JSONL file or directory")->required();
+  cmd->add_option("--greedy-data", o->greedy_data, "Greedy answers for the greedy fit (default: --data)");
+  cmd->add_option("--sampled-data", o->sampled_data, "Sampled answers for the sampled fit (default: --data)");
   cmd->add_option("--val-fraction", o->val_fraction, "Held-out split (as in training)")->capture_default_str();
   cmd->add_option("--max-len", o->max_len, "Sequence cap in tokens")->capture_default_str();
   cmd->add_option("--max-sequences", o->max_sequences, "Held-out sequences (0: all)")->capture_default_str();

@@ -277,7 +277,7 @@ RegenResult run_regen(const RegenOptions& o) {
   const double gen_start = now_seconds();
   double last_log = gen_start;
   // Each step's outputs, to their pending prompt; a finished one is written out.
-  auto on_output = [&pending, &result, &out, &tokenizer, &log](const RequestOutput& r) {
+  auto on_output = [&pending, &result, &out, &tokenizer, &log, &o](const RequestOutput& r) {
     auto it = pending.find(r.request_id);
     if (it == pending.end()) return;
     auto& tokens = it->second.tokens;
@@ -296,6 +296,7 @@ RegenResult run_regen(const RegenOptions& o) {
       rec.completion_ids = tokens;
       rec.completion = tokenizer.decode(tokens);
       rec.finish_reason = finish_name(r.finish_reason);
+      rec.temperature = o.temperature;
       out << regen_record_to_json(rec) << '\n';
       out.flush();
       ++result.written;

@@ -20,6 +20,7 @@ std::string regen_record_to_json(const RegenRecord& r) {
          {"prompt_ids", r.prompt_ids},
          {"completion_ids", r.completion_ids},
          {"finish_reason", r.finish_reason}};
+  if (r.temperature >= 0) j["temperature"] = r.temperature;
   // Invalid UTF-8 in decoded text (a cut multi-byte character) becomes U+FFFD.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -41,6 +42,10 @@ RegenRecord regen_record_from_json(const std::string& line, const std::string& w
     r.prompt_ids = j.at("prompt_ids").get<std::vector<int32_t>>();
     r.completion_ids = j.at("completion_ids").get<std::vector<int32_t>>();
     r.finish_reason = j.value("finish_reason", std::string("length"));
+    if (j.contains("temperature")) {
+      r.temperature = j.at("temperature").get<float>();
+      DSPARK_CHECK(r.temperature >= 0, "{}: record '{}' has a negative temperature", where, r.id);
+    }
   } catch (const json::exception& e) {
     DSPARK_FAIL("{}: bad regen record field: {}", where, e.what());
   }

@@ -2,8 +2,10 @@
 // one JSON object per line (JSONL), as `dspark-train regen` writes them:
 //
 //   {"id": "gsm8k:12", "source": "gsm8k", "prompt": "...", "completion": "...",
-//    "prompt_ids": [...], "completion_ids": [...], "finish_reason": "eos"|"length"|"stop"}
+//    "prompt_ids": [...], "completion_ids": [...], "finish_reason": "eos"|"length"|"stop",
+//    "temperature": 0.0}
 //
+// temperature is the sampling temperature of the answer (0 = greedy); older files lack it.
 // completion_ids never contain the EOS token; finish_reason "eos" says the target ended
 // the answer with it (the drafter data appends it back, so drafters learn to stop).
 // `id` names the prompt (source and index), so an interrupted run resumes by skipping ids
@@ -29,6 +31,7 @@ struct RegenRecord {
   std::vector<int32_t> prompt_ids;
   std::vector<int32_t> completion_ids;
   std::string finish_reason;  // "eos", "length", "stop"
+  float temperature = -1.0f;  // of the answer, 0 = greedy; -1 = not recorded
 };
 
 // One JSON line (no trailing newline).
