@@ -25,6 +25,7 @@
 #include "train/draft/eagle3_io.h"
 #include "train/draft/eagle3_train.h"
 #include "train/draft/regen_records.h"
+#include "train/greedy_records.h"
 #include "train/export.h"
 #include "train/model/hf_weights.h"
 #include "train/model/transformer.h"
@@ -57,37 +58,9 @@ class Eagle3TrainTest : public ::testing::Test {
     ExportOptions ex;
     ex.eos_id = 0;
     export_hf(target, root_ / "target", ex);
-    write_greedy_records(root_ / "data" / "regen.jsonl", 48, 20);
+    testing::write_greedy_records(root_ / "target", root_ / "data" / "regen.jsonl", 48, 20, 255);
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
-
-  // Random prompts answered greedily by the (exported, bf16-rounded) target, as regen would.
-  static void write_greedy_records(const fs::path& file, int count, int max_tokens) {
-    auto model = load_hf_model(root_ / "target");
-    fs::create_directories(file.parent_path());
-    std::ofstream out(file);
-    Rng rng(5);
-    for (int r = 0; r < count; ++r) {
-      RegenRecord rec;
-      rec.id = "synthetic:" + std::to_string(r);
-      rec.source = "synthetic";
-      const int prompt_len = 4 + static_cast<int>(rng.next_u64() % 6);
-      for (int i = 0; i < prompt_len; ++i) rec.prompt_ids.push_back(1 + static_cast<int32_t>(rng.next_u64() % 255));
-      std::vector<int32_t> seq = rec.prompt_ids;
-      rec.finish_reason = "length";
-      for (int k = 0; k < max_tokens; ++k) {
-        auto logits = hf_logits(*model, seq);
-        const auto next = static_cast<int32_t>(logits[logits.size(0) - 1].argmax().item<int64_t>());
-        if (next == 0) {
-          rec.finish_reason = "eos";
-          break;
-        }
-        rec.completion_ids.push_back(next);
-        seq.push_back(next);
-      }
-      out << regen_record_to_json(rec) << "\n";
-    }
-  }
 
   static Eagle3TrainOptions options(const std::string& run) {
     Eagle3TrainOptions o;

@@ -16,6 +16,7 @@
 #include "train/draft/draft_batch.h"
 #include "train/draft/draft_lm_loss.h"
 #include "train/draft/draft_step.h"
+#include "train/draft/regen_split.h"
 #include "train/export.h"
 #include "train/model/autocast.h"
 #include "train/model/hf_weights.h"
@@ -94,7 +95,7 @@ class DraftLmTrainer {
   const DraftLmTrainOptions& o_;
   mutable RunLog log_;
   std::shared_ptr<CausalLmImpl> target_;
-  std::vector<RegenRecord> records_;
+  int64_t num_records_ = 0;
   std::vector<DraftSequence> train_seqs_, val_seqs_;
   int32_t pad_ = 0;
   std::unique_ptr<DraftBatchSampler> sampler_;
@@ -133,17 +134,15 @@ DraftLmTrainer::DraftLmTrainer(const DraftLmTrainOptions& o) : o_(o), log_(o.out
 }
 
 void DraftLmTrainer::load_data() {
-  RegenReadReport read_report;
-  records_ = read_regen_data(o_.data, target_->config().vocab_size, &read_report);
-  if (!read_report.summary().empty()) log_.line(read_report.summary());
   const int32_t eos = static_cast<int32_t>(target_->config().eos_token_id);
   pad_ = eos >= 0 ? eos : 0;
-  train_seqs_ = make_draft_sequences(records_, false, o_.val_fraction, eos, o_.max_len);
-  val_seqs_ = make_draft_sequences(records_, true, o_.val_fraction, eos, o_.max_len);
-  if (static_cast<int64_t>(val_seqs_.size()) > o_.eval_sequences)
-    val_seqs_.resize(static_cast<size_t>(o_.eval_sequences));
-  DSPARK_CHECK(!train_seqs_.empty(), "draft-lm: {} has no training sequence ({} records)", o_.data.string(),
-               records_.size());
+  RegenSplit split = split_regen_data(
+      o_.data, RegenSplitOptions{target_->config().vocab_size, eos, o_.val_fraction, o_.max_len, o_.eval_sequences},
+      "draft-lm");
+  if (!split.read_report.summary().empty()) log_.line(split.read_report.summary());
+  num_records_ = split.num_records;
+  train_seqs_ = std::move(split.train);
+  val_seqs_ = std::move(split.val);
   // One anchor per row keeps the sampler's batches, and their (seed, step) purity, those of
   // draft and eagle3; the loss covers every answer position.
   sampler_ = std::make_unique<DraftBatchSampler>(train_seqs_, o_.batch, 1, o_.seed, pad_);
@@ -175,7 +174,7 @@ void DraftLmTrainer::log_setup() const {
   log_.print("draft LM: {} layers, hidden {}, vocab {}: {:.2f}M parameters", c.num_hidden_layers, c.hidden_size,
              c.vocab_size, static_cast<double>(draft_->num_parameters()) / 1e6);
   log_.print("target: {} ({} layers); data: {} records -> {} train / {} val sequences", o_.target.string(),
-             target_->config().num_hidden_layers, records_.size(), train_seqs_.size(), val_seqs_.size());
+             target_->config().num_hidden_layers, num_records_, train_seqs_.size(), val_seqs_.size());
   log_.print("loss: forward KL to the target at every answer position; batch {}, steps {}, lr {} -> {} warmup {}, "
              "bf16 {}", o_.batch, o_.steps, o_.lr, o_.min_lr, o_.warmup, o_.bf16);
 }

@@ -17,6 +17,7 @@
 #include "train/draft/draft_batch.h"
 #include "train/draft/draft_eval.h"
 #include "train/draft/draft_step.h"
+#include "train/draft/regen_split.h"
 #include "train/draft/drafter.h"
 #include "train/draft/drafter_io.h"
 #include "train/model/hf_weights.h"
@@ -141,16 +142,13 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
   drafter->train();
 
   // Data.
-  RegenReadReport read_report;
-  const auto records = read_regen_data(o.data, tc.vocab_size, &read_report);
-  if (!read_report.summary().empty()) log.line(read_report.summary());
   const int32_t eos = static_cast<int32_t>(tc.eos_token_id);
   const int32_t pad = eos >= 0 ? eos : 0;
-  const auto train_seqs = make_draft_sequences(records, false, o.val_fraction, eos, o.max_len);
-  auto val_seqs = make_draft_sequences(records, true, o.val_fraction, eos, o.max_len);
-  if (static_cast<int64_t>(val_seqs.size()) > o.eval_sequences) val_seqs.resize(static_cast<size_t>(o.eval_sequences));
-  DSPARK_CHECK(!train_seqs.empty(), "draft: {} has no training sequence ({} records)", o.data.string(),
-               records.size());
+  const RegenSplit split = split_regen_data(
+      o.data, RegenSplitOptions{tc.vocab_size, eos, o.val_fraction, o.max_len, o.eval_sequences}, "draft");
+  if (!split.read_report.summary().empty()) log.line(split.read_report.summary());
+  const std::vector<DraftSequence>& train_seqs = split.train;
+  const std::vector<DraftSequence>& val_seqs = split.val;
   const DraftBatchSampler sampler(train_seqs, o.batch, o.anchors, o.seed, pad);
 
   std::vector<std::pair<std::string, torch::Tensor>> named;
@@ -178,7 +176,7 @@ DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
             fmt::join(dc.capture_layers(), ", "), dc.mask_token_id, dc.markov_rank, dc.enable_confidence_head,
             static_cast<double>(drafter->num_parameters()) / 1e6);
   log.print("target: {} ({} layers, hidden {}, vocab {}); data: {} records -> {} train / {} val sequences",
-            o.target.string(), tc.num_hidden_layers, tc.hidden_size, tc.vocab_size, records.size(),
+            o.target.string(), tc.num_hidden_layers, tc.hidden_size, tc.vocab_size, split.num_records,
             train_seqs.size(), val_seqs.size());
   log.print("loss: {}·CE + {}·TV + {}·BCE, decay {}; batch {}x{} anchors, steps {}, lr {} -> {} warmup {}, bf16 {}",
             loss_opts.ce_weight, loss_opts.tv_weight, dc.enable_confidence_head ? loss_opts.confidence_weight : 0.0,

@@ -17,6 +17,7 @@
 #include "train/draft/draft_batch.h"
 #include "train/draft/draft_eval.h"
 #include "train/draft/draft_step.h"
+#include "train/draft/regen_split.h"
 #include "train/draft/eagle3.h"
 #include "train/draft/eagle3_eval.h"
 #include "train/draft/eagle3_io.h"
@@ -110,7 +111,7 @@ class Eagle3Trainer {
   const Eagle3TrainOptions& o_;
   mutable RunLog log_;
   std::shared_ptr<CausalLmImpl> target_;
-  std::vector<RegenRecord> records_;
+  int64_t num_records_ = 0;
   std::vector<DraftSequence> train_seqs_, val_seqs_;
   int32_t pad_ = 0;
   std::unique_ptr<DraftBatchSampler> sampler_;
@@ -140,17 +141,15 @@ Eagle3Trainer::Eagle3Trainer(const Eagle3TrainOptions& o) : o_(o), log_(o.out, o
 }
 
 void Eagle3Trainer::load_data() {
-  RegenReadReport read_report;
-  records_ = read_regen_data(o_.data, target_->config().vocab_size, &read_report);
-  if (!read_report.summary().empty()) log_.line(read_report.summary());
   const int32_t eos = static_cast<int32_t>(target_->config().eos_token_id);
   pad_ = eos >= 0 ? eos : 0;
-  train_seqs_ = make_draft_sequences(records_, false, o_.val_fraction, eos, o_.max_len);
-  val_seqs_ = make_draft_sequences(records_, true, o_.val_fraction, eos, o_.max_len);
-  if (static_cast<int64_t>(val_seqs_.size()) > o_.eval_sequences)
-    val_seqs_.resize(static_cast<size_t>(o_.eval_sequences));
-  DSPARK_CHECK(!train_seqs_.empty(), "eagle3: {} has no training sequence ({} records)", o_.data.string(),
-               records_.size());
+  RegenSplit split = split_regen_data(
+      o_.data, RegenSplitOptions{target_->config().vocab_size, eos, o_.val_fraction, o_.max_len, o_.eval_sequences},
+      "eagle3");
+  if (!split.read_report.summary().empty()) log_.line(split.read_report.summary());
+  num_records_ = split.num_records;
+  train_seqs_ = std::move(split.train);
+  val_seqs_ = std::move(split.val);
   // Anchors are not used (the training-time test covers every position); one per row keeps
   // the sampler's batches, and so their (seed, step) purity, those of draft.
   sampler_ = std::make_unique<DraftBatchSampler>(train_seqs_, o_.batch, 1, o_.seed, pad_);
@@ -209,7 +208,7 @@ void Eagle3Trainer::log_setup() const {
              c.draft_vocab_size, c.layer.vocab_size, c.layer.hidden_size,
              static_cast<double>(drafter_->num_parameters()) / 1e6);
   log_.print("target: {} ({} layers, hidden {}, vocab {}); data: {} records -> {} train / {} val sequences",
-             o_.target.string(), tc.num_hidden_layers, tc.hidden_size, tc.vocab_size, records_.size(),
+             o_.target.string(), tc.num_hidden_layers, tc.hidden_size, tc.vocab_size, num_records_,
              train_seqs_.size(), val_seqs_.size());
   log_.print("loss: forward KL on the draft vocabulary, ttt steps {} decay {}; batch {}, steps {}, lr {} -> {} warmup "
              "{}, bf16 {}",
