@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
 #include "core/rng.h"
@@ -87,7 +88,9 @@ class DraftLmTrainTest : public ::testing::Test {
     export_hf(target, root_ / "target", ex);
     CausalLmImpl draft(tiny_config(1, 128));
     draft.init_weights(0.1, 12);
-    export_hf(draft, root_ / "draft", ex);
+    ExportOptions draft_ex = ex;
+    draft_ex.pad_id = 3;
+    export_hf(draft, root_ / "draft", draft_ex);
     CausalLmImpl other(tiny_config(1, 96));
     other.init_weights(0.1, 13);
     export_hf(other, root_ / "other_vocab", ex);
@@ -147,6 +150,8 @@ TEST_F(DraftLmTrainTest, TrainingReducesTheKlAndExports) {
   auto exported = load_hf_model(root_ / "run" / "drafter");
   EXPECT_EQ(exported->config().num_hidden_layers, 1);
   EXPECT_EQ(exported->config().eos_token_id, 0);
+  std::ifstream generation(root_ / "run" / "drafter" / "generation_config.json");
+  EXPECT_EQ(nlohmann::json::parse(generation).value("pad_token_id", -2), 3) << "the draft's own pad id";
   auto a = checkpoint->named_parameters(), b = exported->named_parameters();
   ASSERT_EQ(a.size(), b.size());
   for (const auto& item : a)

@@ -3,6 +3,7 @@
 #include "train/draft/draft_lm_train.h"
 
 #include <cmath>
+#include <fstream>
 #include <memory>
 
 #include <ATen/ATen.h>
@@ -101,6 +102,7 @@ class DraftLmTrainer {
   std::unique_ptr<DraftBatchSampler> sampler_;
   fs::path checkpoint_;
   fs::path tokenizer_dir_;  // copied into the export
+  int64_t export_pad_id_ = -1;  // the draft's own pad id (its generation_config.json), for the export
   std::shared_ptr<CausalLmImpl> draft_;
   std::unique_ptr<AdamW> optimizer_;
   int64_t step_ = 0, tokens_seen_ = 0;
@@ -129,6 +131,7 @@ DraftLmTrainer::DraftLmTrainer(const DraftLmTrainOptions& o) : o_(o), log_(o.out
     DSPARK_CHECK(seed == o.seed, "{}: checkpoint was trained with --seed {}, now {}; batches would differ",
                  checkpoint_.string(), seed, o.seed);
     tokenizer_dir_ = state.value("tokenizer_dir", std::string());
+    export_pad_id_ = state.value("pad_id", int64_t{-1});
   }
   log_setup();
 }
@@ -158,6 +161,10 @@ void DraftLmTrainer::make_or_load_draft() {
                  "makes one)");
     draft_ = load_hf_model(o_.init_from);
     tokenizer_dir_ = fs::exists(o_.init_from / "tokenizer.json") ? o_.init_from : fs::path(o_.target);
+    std::ifstream generation(o_.init_from / "generation_config.json");
+    const json g = generation ? json::parse(generation, nullptr, /*allow_exceptions=*/false) : json(nullptr);
+    if (g.is_object() && g.contains("pad_token_id") && g["pad_token_id"].is_number_integer())
+      export_pad_id_ = g["pad_token_id"].get<int64_t>();
   }
   const ModelConfig& d = draft_->config();
   const ModelConfig& t = target_->config();
@@ -242,7 +249,7 @@ void DraftLmTrainer::save() {
              {"tokenizer_dir", tokenizer_dir_.string()},
              {"bos_id", draft_->config().bos_token_id},
              {"eos_id", target_->config().eos_token_id},
-             {"pad_id", pad_},
+             {"pad_id", export_pad_id_},
              {"draft_lm", true},
              {"options", options_json(o_)}};
   save_checkpoint(o_.out, *draft_, *optimizer_, state);
@@ -311,7 +318,7 @@ DraftLmTrainResult DraftLmTrainer::run() {
     ex.tokenizer_dir = fs::exists(tokenizer_dir_ / "tokenizer.json") ? tokenizer_dir_ : fs::path();
     ex.bos_id = draft_->config().bos_token_id;
     ex.eos_id = target_->config().eos_token_id;
-    ex.pad_id = pad_;
+    ex.pad_id = export_pad_id_;
     export_hf(*draft_, o_.out / "drafter", ex);
     log_.print("exported {}", (o_.out / "drafter").string());
   }
