@@ -16,12 +16,11 @@ constexpr int64_t kGroupElemsPerChunk = kInt8ChunkRecord;
 constexpr int64_t kPrefetchChunks = 8;
 
 
-// kRows rows x kBlocks blocks (starting at block b0 of the group). Chunk records of the
-// group are record_bytes apart; `blocks` is the group's block count (record layout).
-// Registers: kRows x kBlocks f32 sums + as many int32 chunk sums + kBlocks weights.
+// kRows rows x the group's kBlocks blocks. Chunk records of the group are record_bytes
+// apart; `blocks` is the group's block count (record layout).
 template <int kRows, int kBlocks>
 void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunks, const uint8_t* records,
-          int64_t record_bytes, int64_t blocks, int64_t b0, const float* bias, float* y, int64_t ldy,
+          int64_t record_bytes, int64_t blocks, const float* bias, float* y, int64_t ldy,
           int64_t valid_cols) {
   __m512 acc[kRows][kBlocks];
   #pragma GCC unroll 16
@@ -37,38 +36,45 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunk
     // ahead, so the load overlaps this chunk's arithmetic instead of following it (tiles
     // of several rows only: measured 30% off the 9-token step, nothing at one row, where
     // the hardware prefetcher keeps up).
-    const uint8_t* ahead = rec + kPrefetchChunks * record_bytes + b0 * kInt8BlockBytes;
+    const uint8_t* ahead = rec + kPrefetchChunks * record_bytes;
     if constexpr (kRows > 1)
       for (int64_t line = 0; line < kBlocks * kInt8BlockBytes; line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
-    const uint8_t* wb = rec + b0 * kInt8BlockBytes;
-    const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b0 * kInt8Block;
-    __m512i dot[kRows][kBlocks];
+    const uint8_t* wb = rec;
+    const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes);
+    // Integer sums of one chunk, then scaled into acc. With many rows the blocks take
+    // turns (one set of kRows sums), so both blocks of a record are still read in one
+    // pass over the weights, in address order, within the 32 vector registers.
+    constexpr int kSumBlocks = kRows * kBlocks <= 12 ? kBlocks : 1;
     #pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r)
+    for (int b1 = 0; b1 < kBlocks; b1 += kSumBlocks) {
+      __m512i dot[kRows][kSumBlocks];
       #pragma GCC unroll 16
-      for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_setzero_si512();
-    for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
-      __m512i wv[kBlocks];
-      #pragma GCC unroll 16
-      for (int b = 0; b < kBlocks; ++b) wv[b] = _mm512_loadu_si512(wb + b * kInt8BlockBytes + kq * 64);
-      #pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r) {
-        int32_t four;
-        std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
-        const __m512i xv = _mm512_set1_epi32(four);
+      for (int r = 0; r < kRows; ++r)
         #pragma GCC unroll 16
-        for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_dpbusd_epi32(dot[r][b], wv[b], xv);
+        for (int b = 0; b < kSumBlocks; ++b) dot[r][b] = _mm512_setzero_si512();
+      for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
+        __m512i wv[kSumBlocks];
+        #pragma GCC unroll 16
+        for (int b = 0; b < kSumBlocks; ++b) wv[b] = _mm512_loadu_si512(wb + (b1 + b) * kInt8BlockBytes + kq * 64);
+        #pragma GCC unroll 16
+        for (int r = 0; r < kRows; ++r) {
+          int32_t four;
+          std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
+          const __m512i xv = _mm512_set1_epi32(four);
+          #pragma GCC unroll 16
+          for (int b = 0; b < kSumBlocks; ++b) dot[r][b] = _mm512_dpbusd_epi32(dot[r][b], wv[b], xv);
+        }
       }
-    }
-    #pragma GCC unroll 16
-    for (int b = 0; b < kBlocks; ++b) {
-      const __m512 s = _mm512_loadu_ps(sw + b * kInt8Block);
       #pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r) {
-        const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[r][b]), _mm512_set1_ps(ts[r * num_chunks + ch]),
-                                         _mm512_set1_ps(cs[r * num_chunks + ch]));
-        acc[r][b] = _mm512_fmadd_ps(t, s, acc[r][b]);
+      for (int b = 0; b < kSumBlocks; ++b) {
+        const __m512 s = _mm512_loadu_ps(sw + (b1 + b) * kInt8Block);
+        #pragma GCC unroll 16
+        for (int r = 0; r < kRows; ++r) {
+          const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[r][b]), _mm512_set1_ps(ts[r * num_chunks + ch]),
+                                           _mm512_set1_ps(cs[r * num_chunks + ch]));
+          acc[r][b1 + b] = _mm512_fmadd_ps(t, s, acc[r][b1 + b]);
+        }
       }
     }
   }
@@ -83,9 +89,10 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunk
 }
 
 using TileFn = void (*)(const Int8Activations&, int64_t, int64_t, int64_t, const uint8_t*, int64_t, int64_t,
-                        int64_t, const float*, float*, int64_t, int64_t);
+                        const float*, float*, int64_t, int64_t);
 
-// Two blocks at a time for up to 6 rows; one block for 7..12 rows (more rows per weight load).
+// Up to 9 rows x both blocks of a group per pass (9 x 2 f32 sums + 9 int32 sums + weight
+// and broadcast registers: 29 of 32); one block for a last group that has only one.
 template <int... kRows>
 constexpr std::array<TileFn, sizeof...(kRows)> two_block_tiles(std::integer_sequence<int, kRows...>) {
   return {tile<kRows + 1, 2>...};
@@ -94,10 +101,9 @@ template <int... kRows>
 constexpr std::array<TileFn, sizeof...(kRows)> one_block_tiles(std::integer_sequence<int, kRows...>) {
   return {tile<kRows + 1, 1>...};
 }
-constexpr int kMaxTwoBlockRows = 6;
-constexpr int kMaxOneBlockRows = 12;
-constexpr auto kTwoBlock = two_block_tiles(std::make_integer_sequence<int, kMaxTwoBlockRows>{});
-constexpr auto kOneBlock = one_block_tiles(std::make_integer_sequence<int, kMaxOneBlockRows>{});
+constexpr int kMaxTileRows = 9;
+constexpr auto kTwoBlock = two_block_tiles(std::make_integer_sequence<int, kMaxTileRows>{});
+constexpr auto kOneBlock = one_block_tiles(std::make_integer_sequence<int, kMaxTileRows>{});
 
 // quantize_int8_row with 16-lane vectors: the same operations, so the same bytes.
 void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, const Int8Activations& a) {
@@ -133,19 +139,10 @@ void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activa
     const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
     const uint8_t* records = w.records + g * num_chunks * kGroupElemsPerChunk;
     const int64_t valid = w.out - col;
-    for (int64_t r = 0; r < rows;) {
-      const int64_t left = rows - r;
-      if (left > kMaxTwoBlockRows || blocks == 1) {
-        const int64_t n = left < kMaxOneBlockRows ? left : kMaxOneBlockRows;
-        for (int64_t b = 0; b < blocks; ++b)
-          kOneBlock[n - 1](a, r, ldq, num_chunks, records, record_bytes, blocks, b, w.bias + col + b * kInt8Block,
-                           y + r * w.out + col + b * kInt8Block, w.out, valid - b * kInt8Block);
-        r += n;
-      } else {
-        kTwoBlock[left - 1](a, r, ldq, num_chunks, records, record_bytes, blocks, 0, w.bias + col,
-                            y + r * w.out + col, w.out, valid);
-        r += left;
-      }
+    for (int64_t r = 0; r < rows; r += kMaxTileRows) {
+      const int64_t n = rows - r < kMaxTileRows ? rows - r : kMaxTileRows;
+      (blocks == 2 ? kTwoBlock : kOneBlock)[n - 1](a, r, ldq, num_chunks, records, record_bytes, blocks,
+                                                  w.bias + col, y + r * w.out + col, w.out, valid);
     }
   }
 }
