@@ -48,7 +48,7 @@ TEST_P(PackedBf16GemmTest, MatchesReference) {
   }
 }
 
-// Row r of every M (tile edges at 5, 6, 16 and 32 rows included) equals row r computed
+// Row r of every M (tile edges at 5, 6, 12, 16, 32 and 48 rows included) equals row r computed
 // alone, and 2 threads equal 1.
 TEST_P(PackedBf16GemmTest, BatchAndThreadInvariant) {
   const int saved = num_threads();
@@ -62,7 +62,7 @@ TEST_P(PackedBf16GemmTest, BatchAndThreadInvariant) {
     for (int64_t r = 0; r < max_rows; ++r) gemm.multiply(x.data() + r * in, single.data() + r * out, 1);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
-      for (int64_t m : {1, 2, 5, 6, 7, 9, 15, 16, 17, 31, 32, 33, 130}) {
+      for (int64_t m : {1, 2, 5, 6, 7, 9, 12, 13, 15, 16, 17, 31, 32, 33, 48, 49, 130}) {
         std::vector<float> y(static_cast<size_t>(m * out));
         gemm.multiply(x.data(), y.data(), m);
         for (int64_t r = 0; r < m; ++r)
