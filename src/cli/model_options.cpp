@@ -88,6 +88,11 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
                   "for its next draft (0 = at once, -1 = about 64 MiB over all requests)")
       ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--draft-quantization", [&s](const std::string& q) { if (q != "auto") s.quantization = parse_quantization(q); },
+         "Draft model / DSpark / DFlash / EAGLE-3 drafter matmul weights: auto (as the target's), none or int8")
+      ->check(CLI::IsMember({"auto", "none", "int8"}))
+      ->default_str("auto");
   cmd->add_option("--ngram-min", s.ngram_min, "N-gram: shortest tail matched")->capture_default_str();
   cmd->add_option("--ngram-max", s.ngram_max, "N-gram: longest tail tried first")->capture_default_str();
 }

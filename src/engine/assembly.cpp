@@ -50,7 +50,6 @@ Assembly assemble(const AssemblyOptions& o) {
 
   SpeculatorOptions speculator = o.speculator;
   speculator.compute = o.target.compute;
-  speculator.quantization = o.target.quantization;
   speculator.max_running = o.engine.max_running;
   const SpeculatorPlan plan(std::move(speculator), config);
 

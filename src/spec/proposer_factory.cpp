@@ -10,12 +10,12 @@
 #include "spec/ngram_proposer.h"
 
 namespace dspark {
-namespace {
-
-// A target saved with int8 weights gets an int8 drafter too, as --quantization int8 would.
 WeightQuantization drafter_quantization(const SpeculatorOptions& o, const Transformer& target) {
-  return target.config().int8_weights ? WeightQuantization::kInt8 : o.quantization;
+  if (o.quantization) return *o.quantization;
+  return target.config().int8_weights ? WeightQuantization::kInt8 : target.options().quantization;
 }
+
+namespace {
 
 std::unique_ptr<Proposer> make_draft_model(const SpeculatorOptions& o, const Transformer& target, int32_t k) {
   const std::filesystem::path dir(o.speculator);

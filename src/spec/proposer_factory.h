@@ -45,9 +45,16 @@ struct SpeculatorOptions {
   int64_t draft_pending_positions = -1;
   int64_t max_running = 1;             // the engine's max_running
   DType compute = DType::kBF16;        // draft model / drafter compute dtype
-  WeightQuantization quantization = WeightQuantization::kNone;  // draft model's / drafter's matmul weights
+  // Draft model's / drafter's matmul weights; unset: as the target's (its --quantization,
+  // or int8 when the target was saved quantized). int8 drafts on a bf16 target trade a
+  // little acceptance for a cheaper draft; the output stays the target's.
+  std::optional<WeightQuantization> quantization;
 };
 
+
+// The drafter's matmul weights: the options' choice, else the target's (int8 when the
+// target runs int8, whether quantized at load or saved quantized).
+WeightQuantization drafter_quantization(const SpeculatorOptions& options, const Transformer& target);
 
 class SpeculatorPlan {
  public:

@@ -115,11 +115,12 @@ struct SpecRun {
 };
 
 SpecRun run_speculative(DrafterCase which, EngineOptions options, DType compute = DType::kBF16,
-                        int64_t max_model_len = 0) {
+                        int64_t max_model_len = 0, std::optional<WeightQuantization> drafter_weights = {}) {
   SpeculatorOptions so;
   so.speculator = write_drafter(which).string();
   so.max_running = options.max_running;
   so.compute = compute;
+  so.quantization = drafter_weights;
   const SpeculatorPlan plan(so, target_config());
   auto model = load_target(plan.capture_layers(), max_model_len);
   const Tokenizer tok = Tokenizer::from_dir(target_dir());
@@ -162,6 +163,26 @@ TEST(DSparkEngine, CaptureLayersComeFromTheDrafter) {
   EXPECT_TRUE(SpeculatorPlan(so, target_config()).capture_layers().empty());
   so.speculator = (target_dir() / "no-such-drafter").string();
   EXPECT_THROW(SpeculatorPlan(so, target_config()), Error);
+}
+
+TEST(DSparkEngine, DrafterWeightsAreTheTargetsUnlessNamed) {
+  SpeculatorOptions so;
+  auto bf16_target = load_target({});
+  EXPECT_EQ(drafter_quantization(so, *bf16_target), WeightQuantization::kNone);
+  TransformerOptions int8;
+  int8.quantization = WeightQuantization::kInt8;
+  const auto int8_target = Transformer::load(target_dir(), int8);
+  EXPECT_EQ(drafter_quantization(so, *int8_target), WeightQuantization::kInt8);
+  so.quantization = WeightQuantization::kInt8;
+  EXPECT_EQ(drafter_quantization(so, *bf16_target), WeightQuantization::kInt8);
+  so.quantization = WeightQuantization::kNone;
+  EXPECT_EQ(drafter_quantization(so, *int8_target), WeightQuantization::kNone);
+}
+
+// An int8 drafter proposes for a bf16 target: the drafts differ, the output does not.
+TEST(DSparkEngine, GreedyLosslessInt8DrafterOnBf16Target) {
+  expect_identical(run_speculative(DrafterCase::kFittedDSpark, {.max_running = 4, .max_batch_tokens = 128},
+                                   DType::kBF16, 0, WeightQuantization::kInt8));
 }
 
 TEST(DSparkEngine, GreedyLosslessRandomDrafterAlone) {
