@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/row_spans.h"
 #include "kernels/isa/tile_table.h"
 #include "kernels/simd.h"
 
@@ -14,19 +15,11 @@ constexpr int64_t kPrefetchChunks = 4;  // 4-16 KB ahead
 constexpr int kMaxRows = 6;  // 6 rows x 4 blocks = 24 accumulators (of 32 zmm)
 
 
-// Rows handled in one pass over the weights: their partial sums live in memory between
-// spans of chunks (at most this many rows x 64 outputs of f32 on the stack).
-constexpr int64_t kMaxSpanRows = 48;
-// Chunks per span: 4 x 4 KB of a full group's weights stay in L1 while every row tile
-// of the span reads them.
-constexpr int64_t kSpanChunks = 4;
-
 // kRows x kBlocks outputs of one group over chunks [ch0, ch1): x [kRows, ldx] bf16; w: the
 // group's packed tiles ([chunks][kBlocks][16 kp][16][2]). The sums start from zero at
 // chunk 0 and from `partial` ([kRows][kBlocks][16] f32) otherwise; they end in `partial`
 // unless ch1 is the last chunk, where bias is added and y (row stride ldy) stored, the
-// last block with last_mask lanes. Splitting the chunks this way keeps each output's
-// vdpbf16ps chain in the same order (an f32 store and load are exact).
+// last block with last_mask lanes (kernels/isa/row_spans.h).
 template <int kRows, int kBlocks>
 void tile(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ch0, int64_t ch1, int64_t num_chunks,
           float* partial, const float* bias, float* y, int64_t ldy, __mmask16 last_mask) {
@@ -97,25 +90,10 @@ void bf16_gemm_dpbf16(const PackedBf16View& w, const float* x, uint16_t* scratch
     const uint16_t* wg = w.tiles + g * group_elems;
     const int64_t col = g * kBf16Group;
     const __mmask16 last_mask = simd::lanes(w.out - col - (blocks - 1) * kBf16Block);
-    alignas(64) float partial[kMaxSpanRows * kBf16Group];  // [rows of the pass][blocks][16]
-    for (int64_t r0 = 0; r0 < rows; r0 += kMaxSpanRows) {
-      const int64_t pass_rows = rows - r0 < kMaxSpanRows ? rows - r0 : kMaxSpanRows;
-      // Up to kMaxRows rows read the weights straight from memory in one tile. More rows
-      // share each span of chunks, so memory streams the weights once while every row
-      // tile computes: tiles of equal size (9 rows: 5 + 4), each span in L1 for the later ones.
-      const int64_t num_tiles = (pass_rows + kMaxRows - 1) / kMaxRows;
-      const int64_t span = num_tiles == 1 ? num_chunks : kSpanChunks;
-      for (int64_t ch0 = 0; ch0 < num_chunks; ch0 += span) {
-        const int64_t ch1 = ch0 + span < num_chunks ? ch0 + span : num_chunks;
-        for (int64_t t = 0, r = r0; t < num_tiles; ++t) {
-          const int64_t n = (r0 + pass_rows - r + (num_tiles - t) - 1) / (num_tiles - t);
-          const Tiles::Fn tile_fn = tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks);
-          tile_fn(scratch + r * ldx, ldx, wg, ch0, ch1, num_chunks, partial + (r - r0) * kBf16Group, w.bias + col,
-                  y + r * w.out + col, w.out, last_mask);
-          r += n;
-        }
-      }
-    }
+    for_each_row_tile<kMaxRows>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+      tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, ch0, ch1, num_chunks, partial,
+                                                             w.bias + col, y + r * w.out + col, w.out, last_mask);
+    });
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/row_spans.h"
 
 namespace dspark::kernels {
 namespace {
@@ -40,16 +41,21 @@ void round_row(const float* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = round_scalar(src[i]);
 }
 
-// kRows rows x one 16-output block. x: [kRows, ldx] f32; w: the block's tile of chunk 0
-// (chunk_stride bf16 between chunks); y row stride ldy; `valid` outputs stored (1..16).
+// kRows rows x one 16-output block over chunks [ch0, ch1). x: [kRows, ldx] f32; w: the
+// block's tile of chunk 0 (chunk_stride bf16 between chunks); partial: the block's 16 f32
+// sums of row 0, rows kBf16Group apart, carried between spans (kernels/isa/row_spans.h);
+// y row stride ldy; `valid` outputs stored (1..16).
 template <int kRows>
-void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t num_chunks,
-          const float* bias, float* y, int64_t ldy, int64_t valid) {
+void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t ch0, int64_t ch1,
+          int64_t num_chunks, float* partial, const float* bias, float* y, int64_t ldy, int64_t valid) {
   __m256 acc[kRows][2];
   #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int r = 0; r < kRows; ++r)
+    #pragma GCC unroll 16
+    for (int h = 0; h < 2; ++h)
+      acc[r][h] = ch0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps(partial + r * kBf16Group + h * 8);
   const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+  for (int64_t ch = ch0; ch < ch1; ++ch) {
     const uint16_t* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
     // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead
@@ -71,6 +77,13 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
       }
     }
   }
+  if (ch1 < num_chunks) {
+    #pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r)
+      #pragma GCC unroll 16
+      for (int h = 0; h < 2; ++h) _mm256_store_ps(partial + r * kBf16Group + h * 8, acc[r][h]);
+    return;
+  }
   const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
   #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) {
@@ -81,8 +94,8 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
   }
 }
 
-using TileFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, const float*, float*, int64_t,
-                        int64_t);
+using TileFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, float*,
+                        const float*, float*, int64_t, int64_t);
 
 TileFn tile_fn(int64_t rows) {
   switch (rows) {
@@ -106,15 +119,14 @@ void bf16_gemm_fma256(const PackedBf16View& w, const float* x, float* scratch, f
   for (int64_t g = 0; g < w.num_groups; ++g) {
     const int64_t blocks = bf16_blocks_in_group(g, w.out);
     const uint16_t* wg = w.tiles + g * group_elems;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t col = g * kBf16Group + b * kBf16Block;
-      const int64_t valid = w.out - col < kBf16Block ? w.out - col : kBf16Block;
-      for (int64_t r = 0; r < rows; r += kMaxRows) {
-        const int64_t n = rows - r < kMaxRows ? rows - r : kMaxRows;
-        tile_fn(n)(scratch + r * ldx, ldx, wg + b * kBf16TileElems, blocks * kBf16TileElems, num_chunks,
-                   w.bias + col, y + r * w.out + col, w.out, valid);
+    for_each_row_tile<kMaxRows>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t col = g * kBf16Group + b * kBf16Block;
+        const int64_t valid = w.out - col < kBf16Block ? w.out - col : kBf16Block;
+        tile_fn(n)(scratch + r * ldx, ldx, wg + b * kBf16TileElems, blocks * kBf16TileElems, ch0, ch1, num_chunks,
+                   partial + b * kBf16Block, w.bias + col, y + r * w.out + col, w.out, valid);
       }
-    }
+    });
   }
 }
 

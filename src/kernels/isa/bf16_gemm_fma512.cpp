@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/row_spans.h"
 #include "kernels/isa/tile_table.h"
 #include "kernels/simd.h"
 
@@ -16,21 +17,23 @@ constexpr int64_t kPrefetchChunks = 4;  // 4-16 KB ahead
 constexpr int kMaxRows = 5;  // 5 rows x 4 blocks = 20 accumulators + 8 widened weights (of 32 zmm)
 
 
-// kRows x kBlocks outputs of one group. x: [kRows, ldx] f32; w: the group's tiles at block
-// b0 of chunk 0 (chunk_stride bf16 between chunks); y row stride ldy; the last block
+// kRows x kBlocks outputs of one group over chunks [ch0, ch1). x: [kRows, ldx] f32; w: the
+// group's tiles at chunk 0 (chunk_stride bf16 between chunks); partial: [kRows][64] f32
+// sums carried between spans (kernels/isa/row_spans.h); y row stride ldy; the last block
 // stores last_mask lanes. Per k-pair the kBlocks weight vectors are widened once and each
 // row's two broadcasts feed 2 x kBlocks FMAs (the broadcasts are loads: shared, they keep
 // the load ports below the FMA rate).
 template <int kRows, int kBlocks>
-void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t num_chunks,
-          const float* bias, float* y, int64_t ldy, __mmask16 last_mask) {
+void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t ch0, int64_t ch1,
+          int64_t num_chunks, float* partial, const float* bias, float* y, int64_t ldy, __mmask16 last_mask) {
   __m512 acc[kRows][kBlocks];
   #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
     #pragma GCC unroll 16
-    for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
+    for (int b = 0; b < kBlocks; ++b)
+      acc[r][b] = ch0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(partial + r * kBf16Group + b * kBf16Block);
   const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+  for (int64_t ch = ch0; ch < ch1; ++ch) {
     const uint16_t* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
     // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead
@@ -58,6 +61,13 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
       }
     }
   }
+  if (ch1 < num_chunks) {
+    #pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r)
+      #pragma GCC unroll 16
+      for (int b = 0; b < kBlocks; ++b) _mm512_store_ps(partial + r * kBf16Group + b * kBf16Block, acc[r][b]);
+    return;
+  }
   #pragma GCC unroll 16
   for (int b = 0; b < kBlocks; ++b) {
     const __m512 bv = _mm512_loadu_ps(bias + b * kBf16Block);
@@ -70,8 +80,8 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
 
 // The tile instantiations, for tile_for (kernels/isa/tile_table.h).
 struct Tiles {
-  using Fn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, const float*, float*, int64_t,
-                      __mmask16);
+  using Fn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, float*,
+                      const float*, float*, int64_t, __mmask16);
   template <int kRows, int kBlocks>
   static constexpr Fn run = tile<kRows, kBlocks>;
 };
@@ -97,14 +107,12 @@ void bf16_gemm_fma512(const PackedBf16View& w, const float* x, float* scratch, f
     const int64_t blocks = bf16_blocks_in_group(g, w.out);
     const uint16_t* wg = w.tiles + g * group_elems;
     const int64_t col = g * kBf16Group;
-    const int64_t valid_last = w.out - col - (blocks - 1) * kBf16Block;  // 1..16 (or more: full)
-    // Row tiles re-read the group's weights from L2; memory sees them once per call.
-    for (int64_t r = 0; r < rows; r += kMaxRows) {
-      const int64_t n = rows - r < kMaxRows ? rows - r : kMaxRows;
-      const Tiles::Fn tile_fn = tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks);
-      tile_fn(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems, num_chunks, w.bias + col, y + r * w.out + col, w.out,
-              simd::lanes(valid_last));
-    }
+    const __mmask16 last_mask = simd::lanes(w.out - col - (blocks - 1) * kBf16Block);
+    for_each_row_tile<kMaxRows>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+      tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems, ch0,
+                                                             ch1, num_chunks, partial, w.bias + col,
+                                                             y + r * w.out + col, w.out, last_mask);
+    });
   }
 }
 
