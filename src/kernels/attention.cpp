@@ -1,10 +1,12 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "kernels/simd.h"
@@ -16,7 +18,7 @@ namespace {
 // so the order of operations for a query row is fixed by its num_keys alone.
 constexpr int64_t kTile = 32;
 constexpr int64_t kMaxHeadDim = 256;
-constexpr int64_t kMaxHeadsAtOnce = 16;  // query heads of one KV head processed together
+constexpr int64_t kMaxRowsAtOnce = 16;  // query rows (token, head) of one KV head processed together
 // Below this many multiply-adds (q·k and p·v) a call stays on the calling thread.
 constexpr int64_t kParallelMinMacs = 64 * 1024;
 
@@ -73,17 +75,20 @@ struct HeadState {
 inline __m512 load_kv(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 inline __m512 load_kv(const uint16_t* p, __mmask16 m) { return simd::load_bf16(p, m); }
 
-// One tile of keys for `num_heads` query heads that share a KV head.
-// q: [num_heads] rows of head_dim; k_rows/v_rows: [count] rows of T (f32 or bf16 bits);
-// acc: [num_heads, kChunks * 16].
+// One tile of keys for `num_rows` query rows (heads, of one or more tokens) that share a
+// KV head. q: [num_rows] rows of head_dim; k_rows/v_rows: the tile's rows of T (f32 or bf16
+// bits); counts: [num_rows] keys of the tile each row sees (a row with none is left as it
+// is); acc: [num_rows, kChunks * 16]. A row's operations depend on its own count only.
 template <typename T, int kChunks>
-void attend_tile(const float* const* q, int64_t num_heads, const T* const* k_rows,
-                 const T* const* v_rows, int64_t count, int64_t head_dim, float scale,
+void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows,
+                 const T* const* v_rows, const int64_t* counts, int64_t head_dim, float scale,
                  HeadState* state, float* acc) {
   __mmask16 chunk_mask[kChunks];
   for (int c = 0; c < kChunks; ++c) chunk_mask[c] = simd::lanes(head_dim - 16 * c);
-  const __mmask16 valid_lo = simd::lanes(count), valid_hi = simd::lanes(count - 16);
-  for (int64_t h = 0; h < num_heads; ++h) {
+  for (int64_t h = 0; h < num_rows; ++h) {
+    const int64_t count = counts[h];
+    if (count <= 0) continue;
+    const __mmask16 valid_lo = simd::lanes(count), valid_hi = simd::lanes(count - 16);
     __m512 qv[kChunks];
     for (int c = 0; c < kChunks; ++c) qv[c] = _mm512_maskz_loadu_ps(chunk_mask[c], q[h] + 16 * c);
     // Scores of the tile's keys, 16 at a time: per key a 16-lane partial dot product, then
@@ -153,8 +158,8 @@ void attend_tile(const float* const* q, int64_t num_heads, const T* const* k_row
 }
 
 template <typename T>
-using AttendTileFn = void (*)(const float* const*, int64_t, const T* const*, const T* const*, int64_t, int64_t,
-                              float, HeadState*, float*);
+using AttendTileFn = void (*)(const float* const*, int64_t, const T* const*, const T* const*, const int64_t*,
+                              int64_t, float, HeadState*, float*);
 
 template <typename T, int... kChunks>
 AttendTileFn<T> attend_tile_table(int64_t chunks, std::integer_sequence<int, kChunks...>) {
@@ -167,34 +172,46 @@ AttendTileFn<T> attend_tile_fn(int64_t head_dim) {
   return attend_tile_table<T>((head_dim + 15) / 16, std::make_integer_sequence<int, kMaxHeadDim / 16>{});
 }
 
-// All query heads of token t that read KV head kv_head; T is the pool's element type.
+// All query heads that read KV head kv_head of tokens [t0, t0 + num_tokens): tokens of one
+// sequence that see keys from the same first position (attention_units), so one walk over
+// the keys serves them all, each row masked to its own num_keys. T is the pool's element type.
 template <typename T>
-void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
+void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t0, int64_t num_tokens,
+                        int64_t kv_head) {
   const int64_t d = kv.head_dim;
   const int64_t group = args.num_heads / kv.num_kv_heads;
   const int64_t q_stride = args.num_heads * d;
-  const int32_t* table = args.block_tables[args.seq_of_token[t]];
-  const int64_t num_keys = args.num_keys[t];
-  const int64_t first = first_key(args, t);
+  const int32_t* table = args.block_tables[args.seq_of_token[t0]];
+  const int64_t first = first_key(args, t0);
   const int64_t chunks = (d + 15) / 16;
   const AttendTileFn<T> attend = attend_tile_fn<T>(d);
-  alignas(64) float acc[kMaxHeadsAtOnce * kMaxHeadDim];  // [heads, chunks * 16]
+  alignas(64) float acc[kMaxRowsAtOnce * kMaxHeadDim];  // [rows, chunks * 16]
   const T* k_rows[kTile];
   const T* v_rows[kTile];
-  const float* q_rows[kMaxHeadsAtOnce];
-  HeadState state[kMaxHeadsAtOnce];
+  const float* q_rows[kMaxRowsAtOnce];
+  float* out_rows[kMaxRowsAtOnce];
+  int64_t row_keys[kMaxRowsAtOnce];  // num_keys of each row
+  int64_t counts[kMaxRowsAtOnce];
+  HeadState state[kMaxRowsAtOnce];
 
-  for (int64_t h0 = 0; h0 < group; h0 += kMaxHeadsAtOnce) {
-    const int64_t heads = std::min(kMaxHeadsAtOnce, group - h0);
-    for (int64_t h = 0; h < heads; ++h) {
-      q_rows[h] = args.q + t * q_stride + (kv_head * group + h0 + h) * d;
-      state[h] = {-std::numeric_limits<float>::infinity(), 0.0f};
+  // Rows in order (token, head); a token with more heads per KV head than fit takes turns.
+  const int64_t total_rows = num_tokens * group;
+  for (int64_t row0 = 0; row0 < total_rows; row0 += kMaxRowsAtOnce) {
+    const int64_t rows = std::min(kMaxRowsAtOnce, total_rows - row0);
+    int64_t rows_last = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t t = t0 + (row0 + i) / group, h = (row0 + i) % group;
+      q_rows[i] = args.q + t * q_stride + (kv_head * group + h) * d;
+      out_rows[i] = args.out + t * q_stride + (kv_head * group + h) * d;
+      row_keys[i] = args.num_keys[t];
+      rows_last = std::max(rows_last, row_keys[i]);
+      state[i] = {-std::numeric_limits<float>::infinity(), 0.0f};
     }
-    std::memset(acc, 0, sizeof(float) * static_cast<size_t>(heads * chunks * 16));
+    std::memset(acc, 0, sizeof(float) * static_cast<size_t>(rows * chunks * 16));
     // Walk the block table incrementally (a division per key costs more than the key).
     int64_t block = first / kv.block_size, offset = first % kv.block_size;  // of position j0 + j
-    for (int64_t j0 = first; j0 < num_keys; j0 += kTile) {
-      const int64_t count = std::min(kTile, num_keys - j0);
+    for (int64_t j0 = first; j0 < rows_last; j0 += kTile) {
+      const int64_t count = std::min(kTile, rows_last - j0);
       for (int64_t j = 0; j < count; ++j) {
         const int64_t slot = int64_t{table[block]} * kv.block_size + offset;
         if (++offset == kv.block_size) {
@@ -204,28 +221,24 @@ void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, i
         k_rows[j] = kv_row<T>(kv.k, slot, kv_head, kv);
         v_rows[j] = kv_row<T>(kv.v, slot, kv_head, kv);
       }
-      attend(q_rows, heads, k_rows, v_rows, count, d, args.scale, state, acc);
+      for (int64_t i = 0; i < rows; ++i) counts[i] = std::min(kTile, row_keys[i] - j0);
+      attend(q_rows, rows, k_rows, v_rows, counts, d, args.scale, state, acc);
     }
-    for (int64_t h = 0; h < heads; ++h) {
-      float* out = args.out + t * q_stride + (kv_head * group + h0 + h) * d;
-      const __m512 sum = _mm512_set1_ps(state[h].sum);
+    for (int64_t i = 0; i < rows; ++i) {
+      float* out = out_rows[i];
+      const __m512 sum = _mm512_set1_ps(state[i].sum);
       for (int64_t c = 0; c < d; c += 16) {
         const __mmask16 m = simd::lanes(d - c);
-        _mm512_mask_storeu_ps(out + c, m, _mm512_div_ps(_mm512_load_ps(acc + h * chunks * 16 + c), sum));
+        _mm512_mask_storeu_ps(out + c, m, _mm512_div_ps(_mm512_load_ps(acc + i * chunks * 16 + c), sum));
       }
     }
   }
 }
 DSPARK_AVX512_END
 
-// All query heads of token t that read KV head kv_head.
-void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
-  if (simd::wide()) {
-    if (kv.dtype == DType::kBF16) attend_unit_avx512<uint16_t>(args, kv, t, kv_head);
-    else attend_unit_avx512<float>(args, kv, t, kv_head);
-    return;
-  }
-  // Portable path: the same tiled online softmax, one query head at a time, scalar.
+// Portable path: the same tiled online softmax for the query heads of token t that read KV
+// head kv_head, one head at a time, scalar.
+void attend_token_scalar(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
   const int64_t d = kv.head_dim;
   const int64_t group = args.num_heads / kv.num_kv_heads;
   const int64_t q_stride = args.num_heads * d;
@@ -267,6 +280,39 @@ void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t 
     }
     float* out = args.out + t * q_stride + (kv_head * group + h) * d;
     for (int64_t i = 0; i < d; ++i) out[i] = acc[i] / sum;
+  }
+}
+
+// All query heads that read KV head kv_head of the unit's tokens [t0, t0 + num_tokens).
+void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t0, int64_t num_tokens,
+                 int64_t kv_head) {
+  if (simd::wide()) {
+    if (kv.dtype == DType::kBF16) attend_unit_avx512<uint16_t>(args, kv, t0, num_tokens, kv_head);
+    else attend_unit_avx512<float>(args, kv, t0, num_tokens, kv_head);
+    return;
+  }
+  for (int64_t t = t0; t < t0 + num_tokens; ++t) attend_token_scalar(args, kv, t, kv_head);
+}
+
+// Units of work per KV head: runs of consecutive tokens of one sequence whose keys start at
+// the same position (all of a causal step's tokens without a window), as many tokens as
+// fill kMaxRowsAtOnce query rows, a long run split into equal parts. One walk over the keys
+// then serves every row of a unit. units: [first token, token count] pairs.
+void attention_units(const PagedAttentionArgs& args, int64_t group, std::vector<std::array<int32_t, 2>>& units) {
+  const int64_t max_tokens = std::max<int64_t>(1, kMaxRowsAtOnce / group);
+  units.clear();
+  for (int64_t t0 = 0; t0 < args.num_tokens;) {
+    int64_t t1 = t0 + 1;
+    while (t1 < args.num_tokens && args.seq_of_token[t1] == args.seq_of_token[t0] &&
+           first_key(args, t1) == first_key(args, t0))
+      ++t1;
+    const int64_t parts = (t1 - t0 + max_tokens - 1) / max_tokens;
+    for (int64_t p = 0, t = t0; p < parts; ++p) {
+      const int64_t n = (t1 - t + (parts - p) - 1) / (parts - p);
+      units.push_back({static_cast<int32_t>(t), static_cast<int32_t>(n)});
+      t += n;
+    }
+    t0 = t1;
   }
 }
 
@@ -312,12 +358,20 @@ void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv) {
                    table[b], b, kv.num_blocks);
     total_keys += n - first_key(args, t);
   }
-  const int64_t units = args.num_tokens * kv.num_kv_heads;
-  const bool parallel = units > 1 && 2 * total_keys * args.num_heads * kv.head_dim >= kParallelMinMacs;
+  // Reused across calls: no allocation once it has grown to the largest step.
+  // (thread_local: the calling thread's list; the team reads it through `unit`.)
+  thread_local std::vector<std::array<int32_t, 2>> units;
+  attention_units(args, args.num_heads / kv.num_kv_heads, units);
+  const std::array<int32_t, 2>* unit = units.data();
+  const int64_t work = static_cast<int64_t>(units.size()) * kv.num_kv_heads;
+  const bool parallel = work > 1 && 2 * total_keys * args.num_heads * kv.head_dim >= kParallelMinMacs;
   // Units are independent and each is computed whole by one thread, so the schedule
   // (dynamic: causal rows have unequal lengths) never changes any result.
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
-  for (int64_t u = 0; u < units; ++u) attend_unit(args, kv, u / kv.num_kv_heads, u % kv.num_kv_heads);
+  for (int64_t u = 0; u < work; ++u) {
+    const auto [t0, n] = unit[u / kv.num_kv_heads];
+    attend_unit(args, kv, t0, n, u % kv.num_kv_heads);
+  }
 }
 
 }  // namespace dspark

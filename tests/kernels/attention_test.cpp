@@ -103,7 +103,8 @@ struct Fixture {
 };
 
 // Mixed queries: decode rows (all keys), prefill-like rows (prefixes), lengths around the
-// 32-key tile (1, 31, 32, 33, 65) and not multiples of the block size.
+// 32-key tile (1, 31, 32, 33, 65) and not multiples of the block size, and a verification
+// step (9 causal rows of one sequence, which the kernel walks the keys for together).
 Fixture make_fixture(int64_t block_size, int64_t kv_heads, int64_t head_dim, int64_t heads, DType dtype,
                      uint64_t seed) {
   Fixture f(block_size, kv_heads, head_dim, heads, dtype, {1, 33, 65, 200, 77}, seed);
@@ -116,6 +117,7 @@ Fixture make_fixture(int64_t block_size, int64_t kv_heads, int64_t head_dim, int
   f.add_query(3, 200, ++s);
   f.add_query(3, 1, ++s);
   f.add_query(3, 150, ++s);
+  for (int32_t keys = 192; keys <= 200; ++keys) f.add_query(3, keys, ++s);
   f.add_query(4, 77, ++s);
   f.add_query(4, 64, ++s);
   return f;
