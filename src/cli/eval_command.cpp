@@ -40,6 +40,9 @@ struct DomainStats {
   int64_t spec_tokens = 0, plain_tokens = 0;
   double spec_decode_s = 0, plain_decode_s = 0;  // time after the first token
   double spec_total_s = 0, plain_total_s = 0;
+  // Where the speculative runs' step time went (ScheduleMetrics): target forwards, the
+  // drafter's propose() and its context upkeep (observe / catch_up).
+  double forward_s = 0, draft_s = 0, context_s = 0;
   SpecDecodeMetrics metrics;
 
   double spec_tps() const { return spec_decode_s > 0 ? spec_tokens / spec_decode_s : 0; }
@@ -106,8 +109,13 @@ void run_eval(EvalArgs& args) {
         warmed_up = true;
       }
       DomainStats& d = domains[p.domain];
+      const ScheduleMetrics before = spec.schedule_metrics();
       const GenerationResult s = generate_one(spec, ids, args.gen);
       add_run(s, d.spec_tokens, d.spec_decode_s, d.spec_total_s);
+      const ScheduleMetrics& after = spec.schedule_metrics();
+      d.forward_s += after.forward_seconds - before.forward_seconds;
+      d.draft_s += after.draft_seconds - before.draft_seconds;
+      d.context_s += after.context_seconds - before.context_seconds;
       d.metrics.merge(s.spec_metrics);
       if (!args.no_baseline && speculative) {
         const GenerationResult b = generate_one(plain, ids, args.gen);
@@ -142,9 +150,29 @@ void run_eval(EvalArgs& args) {
                     {"spec_decode_tokens_per_s", d.spec_tps()}, {"plain_decode_tokens_per_s", d.plain_tps()},
                     {"speedup", speedup}, {"greedy_mismatches", d.mismatches},
                     {"spec_total_s", d.spec_total_s}, {"plain_total_s", d.plain_total_s},
+                    {"target_forward_s", d.forward_s}, {"drafter_propose_s", d.draft_s},
+                    {"drafter_context_s", d.context_s},
                     {"calibration", calibration_json(d.metrics)}});
   }
   std::printf("%-14s %7s %6.3f\n", "all", "", all.mean_acceptance_length());
+  if (speculative) {
+    // Per verification round: what the drafter costs next to the target's step.
+    std::printf("\ntime per round with drafts (ms): target forwards (prefill included) | drafter propose + context = drafter / target\n");
+    double forward = 0, drafter = 0;
+    int64_t rounds = 0;
+    auto line = [](const std::string& name, double fwd, double drf, int64_t n) {
+      if (n == 0) return;
+      std::printf("%-14s %8.3f | %8.3f = %.3f\n", name.c_str(), 1e3 * fwd / n, 1e3 * drf / n, fwd > 0 ? drf / fwd : 0.0);
+    };
+    for (const std::string& name : order) {
+      const DomainStats& d = domains[name];
+      line(name, d.forward_s, d.draft_s + d.context_s, d.metrics.num_drafts);
+      forward += d.forward_s;
+      drafter += d.draft_s + d.context_s;
+      rounds += d.metrics.num_drafts;
+    }
+    line("all", forward, drafter, rounds);
+  }
   if (all.has_calibration()) {
     std::printf("\nconfidence calibration: predicted survival prod(c_1..c_j) / observed (drafts 1..j accepted)\n");
     for (const std::string& name : order) print_calibration(name, domains[name].metrics);
