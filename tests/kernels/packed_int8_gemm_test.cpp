@@ -91,7 +91,7 @@ TEST_P(PackedInt8GemmTest, BatchAndThreadInvariant) {
     for (int64_t r = 0; r < max_rows; ++r) gemm.multiply(x.data() + r * in, single.data() + r * out, 1);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
-      for (int64_t m : {1, 2, 6, 7, 9, 12, 13, 16, 33, 130}) {
+      for (int64_t m : {1, 2, 6, 7, 9, 10, 12, 13, 16, 18, 19, 33, 48, 49, 130}) {
         std::vector<float> y(static_cast<size_t>(m * out));
         gemm.multiply(x.data(), y.data(), m);
         for (int64_t r = 0; r < m; ++r)

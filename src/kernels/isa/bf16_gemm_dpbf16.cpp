@@ -90,7 +90,7 @@ void bf16_gemm_dpbf16(const PackedBf16View& w, const float* x, uint16_t* scratch
     const uint16_t* wg = w.tiles + g * group_elems;
     const int64_t col = g * kBf16Group;
     const __mmask16 last_mask = simd::lanes(w.out - col - (blocks - 1) * kBf16Block);
-    for_each_row_tile<kMaxRows>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
       tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, ch0, ch1, num_chunks, partial,
                                                              w.bias + col, y + r * w.out + col, w.out, last_mask);
     });

@@ -119,7 +119,7 @@ void bf16_gemm_fma256(const PackedBf16View& w, const float* x, float* scratch, f
   for (int64_t g = 0; g < w.num_groups; ++g) {
     const int64_t blocks = bf16_blocks_in_group(g, w.out);
     const uint16_t* wg = w.tiles + g * group_elems;
-    for_each_row_tile<kMaxRows>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
       for (int64_t b = 0; b < blocks; ++b) {
         const int64_t col = g * kBf16Group + b * kBf16Block;
         const int64_t valid = w.out - col < kBf16Block ? w.out - col : kBf16Block;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kernels/isa/int8_kernels.h"
+#include "kernels/isa/row_spans.h"
 #include "kernels/simd.h"
 
 namespace dspark::kernels {
@@ -16,21 +17,23 @@ constexpr int64_t kGroupElemsPerChunk = kInt8ChunkRecord;
 constexpr int64_t kPrefetchChunks = 8;
 
 
-// kRows rows x the group's kBlocks blocks. Chunk records of the group are record_bytes
-// apart; `blocks` is the group's block count (record layout).
+// kRows rows x the group's kBlocks blocks over chunks [ch0, ch1). Chunk records of the
+// group are record_bytes apart; `blocks` is the group's block count (record layout);
+// partial: [kRows][32] f32 sums carried between spans (kernels/isa/row_spans.h).
 template <int kRows, int kBlocks>
-void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunks, const uint8_t* records,
-          int64_t record_bytes, int64_t blocks, const float* bias, float* y, int64_t ldy,
-          int64_t valid_cols) {
+void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int64_t ch1, int64_t num_chunks,
+          float* partial, const uint8_t* records, int64_t record_bytes, int64_t blocks, const float* bias, float* y,
+          int64_t ldy, int64_t valid_cols) {
   __m512 acc[kRows][kBlocks];
   #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
     #pragma GCC unroll 16
-    for (int b = 0; b < kBlocks; ++b) acc[r][b] = _mm512_setzero_ps();
+    for (int b = 0; b < kBlocks; ++b)
+      acc[r][b] = ch0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(partial + r * kInt8Group + b * kInt8Block);
   const int8_t* q = a.q + row0 * ldq;
   const float* ts = a.scale + row0 * num_chunks;
   const float* cs = a.offset + row0 * num_chunks;
-  for (int64_t ch = 0; ch < num_chunks; ++ch) {
+  for (int64_t ch = ch0; ch < ch1; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
     // The weights stream from memory once per call: ask for the record kPrefetchChunks
     // ahead, so the load overlaps this chunk's arithmetic instead of following it (tiles
@@ -78,6 +81,13 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunk
       }
     }
   }
+  if (ch1 < num_chunks) {
+    #pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r)
+      #pragma GCC unroll 16
+      for (int b = 0; b < kBlocks; ++b) _mm512_store_ps(partial + r * kInt8Group + b * kInt8Block, acc[r][b]);
+    return;
+  }
   #pragma GCC unroll 16
   for (int b = 0; b < kBlocks; ++b) {
     const __m512 bv = _mm512_loadu_ps(bias + b * kInt8Block);
@@ -88,11 +98,12 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t num_chunk
   }
 }
 
-using TileFn = void (*)(const Int8Activations&, int64_t, int64_t, int64_t, const uint8_t*, int64_t, int64_t,
-                        const float*, float*, int64_t, int64_t);
+using TileFn = void (*)(const Int8Activations&, int64_t, int64_t, int64_t, int64_t, int64_t, float*,
+                        const uint8_t*, int64_t, int64_t, const float*, float*, int64_t, int64_t);
 
-// Up to 9 rows x both blocks of a group per pass (9 x 2 f32 sums + 9 int32 sums + weight
-// and broadcast registers: 29 of 32); one block for a last group that has only one.
+// Up to 9 rows x both blocks of a group per tile (9 x 2 f32 sums + 9 int32 sums + weight
+// and broadcast registers: 29 of 32); one block for a last group that has only one. More
+// rows take turns over spans of chunks (kernels/isa/row_spans.h).
 template <int... kRows>
 constexpr std::array<TileFn, sizeof...(kRows)> two_block_tiles(std::integer_sequence<int, kRows...>) {
   return {tile<kRows + 1, 2>...};
@@ -139,11 +150,11 @@ void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activa
     const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
     const uint8_t* records = w.records + g * num_chunks * kGroupElemsPerChunk;
     const int64_t valid = w.out - col;
-    for (int64_t r = 0; r < rows; r += kMaxTileRows) {
-      const int64_t n = rows - r < kMaxTileRows ? rows - r : kMaxTileRows;
-      (blocks == 2 ? kTwoBlock : kOneBlock)[n - 1](a, r, ldq, num_chunks, records, record_bytes, blocks,
-                                                  w.bias + col, y + r * w.out + col, w.out, valid);
-    }
+    for_each_row_tile<kMaxTileRows, kInt8Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1,
+                                                                         float* partial) {
+      (blocks == 2 ? kTwoBlock : kOneBlock)[n - 1](a, r, ldq, ch0, ch1, num_chunks, partial, records, record_bytes,
+                                                  blocks, w.bias + col, y + r * w.out + col, w.out, valid);
+    });
   }
 }
 
