@@ -99,12 +99,11 @@ void run_generate(GenerateArgs& args) {
     ratios.push_back(ratio(spec, base));
     identical = identical && spec.tokens == base.tokens && spec.tokens == result.tokens;
   }
-  std::vector<double> sorted = ratios;
-  std::sort(sorted.begin(), sorted.end());
-  std::fprintf(stderr, "[dspark] decode speedup over plain: %.2fx", sorted[sorted.size() / 2]);
-  if (sorted.size() > 1) {
-    std::fprintf(stderr, " (median of %zu interleaved pairs, %.2fx-%.2fx)", sorted.size(), sorted.front(),
-                 sorted.back());
+  std::sort(ratios.begin(), ratios.end());
+  std::fprintf(stderr, "[dspark] decode speedup over plain: %.2fx", ratios[ratios.size() / 2]);
+  if (ratios.size() > 1) {
+    std::fprintf(stderr, " (median of %zu interleaved pairs, %.2fx-%.2fx)", ratios.size(), ratios.front(),
+                 ratios.back());
   }
   if (args.gen.sampling.greedy() || args.gen.sampling.position_keyed) {
     std::fprintf(stderr, " | %s outputs identical: %s", args.gen.sampling.greedy() ? "greedy" : "seeded",
