@@ -235,7 +235,9 @@ TEST_F(DraftPipelineTest, DSparkTrainingReducesTheLossAndExports) {
   for (int j = 0; j < 4; ++j) {
     EXPECT_GT(cal.sts_sampled.after[j].mean_observed, 0.0) << j;
     EXPECT_LT(cal.sts_sampled.after[j].mean_observed, 1.0) << j;
-    if (j > 0) EXPECT_LE(cal.sts_sampled.after[j].mean_observed, cal.sts_sampled.after[j - 1].mean_observed);
+    if (j > 0) {
+      EXPECT_LE(cal.sts_sampled.after[j].mean_observed, cal.sts_sampled.after[j - 1].mean_observed);
+    }
   }
   EXPECT_EQ(DrafterConfig::from_file(root_ / "dspark" / "checkpoint").confidence_temperatures_sampled,
             cal.sts_sampled.temperatures);

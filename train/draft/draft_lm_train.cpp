@@ -24,8 +24,7 @@
 #include "train/model/transformer.h"
 #include "train/pretrain/adamw.h"
 #include "train/pretrain/run_log.h"
-#include "train/pretrain/schedule.h"
-#include "train/stop_signals.h"
+#include "train/step_loop.h"
 
 namespace dspark::train {
 
@@ -80,18 +79,22 @@ GreedyChains greedy_chains(const DraftTensors& t, const torch::Tensor& draft_log
   return out;
 }
 
-class DraftLmTrainer {
+// The run: target, draft LM, data, optimizer, and the hooks of the shared step loop.
+class DraftLmTrainer final : public StepLoopHooks {
  public:
   explicit DraftLmTrainer(const DraftLmTrainOptions& o);
   DraftLmTrainResult run();
+
+  double train_step(int64_t step, int64_t& tokens) override;
+  void log_progress(const ProgressReport& report) override;
+  void evaluate(const RunPosition& at) override;
+  void save(const RunPosition& at) override;
+  void export_model() override;
 
  private:
   void load_data();
   void make_or_load_draft();
   void log_setup() const;
-  DraftLmLoss train_step(int64_t step, int64_t& tokens);
-  void evaluate();
-  void save();
 
   const DraftLmTrainOptions& o_;
   mutable RunLog log_;
@@ -105,8 +108,8 @@ class DraftLmTrainer {
   int64_t export_pad_id_ = -1;  // the draft's own pad id (its generation_config.json), for the export
   std::shared_ptr<CausalLmImpl> draft_;
   std::unique_ptr<AdamW> optimizer_;
-  int64_t step_ = 0, tokens_seen_ = 0;
-  double elapsed_before_ = 0, train_seconds_ = 0;
+  RunPosition position_;
+  double interval_kl_ = 0, interval_agreement_ = 0;  // Σ since the last progress line
   DraftLmTrainResult result_;
 };
 
@@ -124,12 +127,7 @@ DraftLmTrainer::DraftLmTrainer(const DraftLmTrainOptions& o) : o_(o), log_(o.out
   if (!checkpoint_.empty()) {
     load_checkpoint(checkpoint_, *draft_, optimizer_.get());
     const json state = read_checkpoint_state(checkpoint_);
-    step_ = state.at("step").get<int64_t>();
-    tokens_seen_ = state.value("tokens_seen", int64_t{0});
-    elapsed_before_ = state.value("elapsed_seconds", 0.0);
-    const uint64_t seed = state.value("seed", o.seed);
-    DSPARK_CHECK(seed == o.seed, "{}: checkpoint was trained with --seed {}, now {}; batches would differ",
-                 checkpoint_.string(), seed, o.seed);
+    position_ = RunPosition::resumed(state, checkpoint_, o.seed);
     tokenizer_dir_ = state.value("tokenizer_dir", std::string());
     export_pad_id_ = state.value("pad_id", int64_t{-1});
   }
@@ -177,7 +175,7 @@ void DraftLmTrainer::log_setup() const {
   if (checkpoint_.empty())
     log_.print("starting {} (weights from {})", o_.out.string(), o_.init_from.string());
   else
-    log_.print("resuming from {} at step {}", checkpoint_.string(), step_);
+    log_.print("resuming from {} at step {}", checkpoint_.string(), position_.step);
   log_.print("draft LM: {} layers, hidden {}, vocab {}: {:.2f}M parameters", c.num_hidden_layers, c.hidden_size,
              c.vocab_size, static_cast<double>(draft_->num_parameters()) / 1e6);
   log_.print("target: {} ({} layers); data: {} records -> {} train / {} val sequences", o_.target.string(),
@@ -186,7 +184,7 @@ void DraftLmTrainer::log_setup() const {
              "bf16 {}", o_.batch, o_.steps, o_.lr, o_.min_lr, o_.warmup, o_.bf16);
 }
 
-DraftLmLoss DraftLmTrainer::train_step(int64_t step, int64_t& tokens) {
+double DraftLmTrainer::train_step(int64_t step, int64_t& tokens) {
   const DraftBatch batch = sampler_->batch(step);
   tokens = batch.num_tokens;
   const DraftTensors t = to_tensors(batch);
@@ -198,10 +196,22 @@ DraftLmLoss DraftLmTrainer::train_step(int64_t step, int64_t& tokens) {
   }
   DraftLmLoss loss = draft_lm_loss(logits, target_out.logits, t.loss_mask);
   loss.total.backward();
-  return loss;
+  interval_kl_ += loss.kl;
+  interval_agreement_ += loss.agreement;
+  return loss.kl;
 }
 
-void DraftLmTrainer::evaluate() {
+void DraftLmTrainer::log_progress(const ProgressReport& r) {
+  const double k = static_cast<double>(r.interval_steps);
+  log_.print("step {}/{} kl {:.4f} agreement {:.3f} {}", r.at.step, r.steps, interval_kl_ / k,
+             interval_agreement_ / k, r.tail());
+  json m = r.metrics();
+  m.update({{"kl", interval_kl_ / k}, {"agreement", interval_agreement_ / k}});
+  log_.metrics(m);
+  interval_kl_ = interval_agreement_ = 0;
+}
+
+void DraftLmTrainer::evaluate(const RunPosition& at) {
   if (val_seqs_.empty()) return;
   at::NoGradGuard no_grad;
   draft_->eval();
@@ -232,99 +242,36 @@ void DraftLmTrainer::evaluate() {
   agreement /= std::max(rows, 1.0);
   const double tau = chains.chains > 0 ? chains.tau_sum / static_cast<double>(chains.chains) : 0.0;
   log_.print("eval step {}: kl {:.4f} agreement {:.3f} | tau greedy {:.3f} (K {}, {} greedy windows) ({:.1f} s)",
-             step_, kl, agreement, tau, o_.eval_drafts, chains.chains, now_seconds() - t0);
-  log_.metrics({{"type", "eval"}, {"step", step_}, {"kl", kl}, {"agreement", agreement}, {"tau_greedy", tau},
+             at.step, kl, agreement, tau, o_.eval_drafts, chains.chains, now_seconds() - t0);
+  log_.metrics({{"type", "eval"}, {"step", at.step}, {"kl", kl}, {"agreement", agreement}, {"tau_greedy", tau},
                 {"drafts", o_.eval_drafts}, {"greedy_windows", chains.chains}});
   result_.val_kl.push_back(kl);
   result_.val_tau_greedy.push_back(tau);
 }
 
-void DraftLmTrainer::save() {
-  json state{{"step", step_},
-             {"seed", o_.seed},
-             {"tokens_seen", tokens_seen_},
-             {"elapsed_seconds", elapsed_before_ + train_seconds_},
-             {"target", o_.target.string()},
-             {"data", o_.data.string()},
-             {"tokenizer_dir", tokenizer_dir_.string()},
-             {"bos_id", draft_->config().bos_token_id},
-             {"eos_id", target_->config().eos_token_id},
-             {"pad_id", export_pad_id_},
-             {"draft_lm", true},
-             {"options", options_json(o_)}};
+void DraftLmTrainer::save(const RunPosition& at) {
+  json state = at.state(o_.seed);
+  state.update({{"target", o_.target.string()}, {"data", o_.data.string()}, {"tokenizer_dir", tokenizer_dir_.string()},
+                {"bos_id", draft_->config().bos_token_id}, {"eos_id", target_->config().eos_token_id},
+                {"pad_id", export_pad_id_}, {"draft_lm", true},
+                {"options", options_json(o_)}});
   save_checkpoint(o_.out, *draft_, *optimizer_, state);
-  log_.print("checkpoint at step {}", step_);
+  log_.print("checkpoint at step {}", at.step);
+}
+
+void DraftLmTrainer::export_model() {
+  ExportOptions ex;
+  ex.tokenizer_dir = fs::exists(tokenizer_dir_ / "tokenizer.json") ? tokenizer_dir_ : fs::path();
+  ex.bos_id = draft_->config().bos_token_id;
+  ex.eos_id = target_->config().eos_token_id;
+  ex.pad_id = export_pad_id_;
+  export_hf(*draft_, o_.out / "drafter", ex);
+  log_.print("exported {}", (o_.out / "drafter").string());
 }
 
 DraftLmTrainResult DraftLmTrainer::run() {
-  StopSignals signals;
-  const CosineSchedule schedule{o_.lr, o_.min_lr, o_.warmup, o_.steps};
-  const double run_start = now_seconds();
-  result_.first_step = step_ + 1;
-  result_.last_step = step_;
-  int64_t steps_here = 0, tokens_here = 0, last_saved = step_;
-  ProgressInterval interval;
-  double interval_loss = 0, interval_agreement = 0;
-  while (step_ < o_.steps) {
-    if (signals.should_stop(step_, steps_here, o_.stop_after, log_)) {
-      result_.interrupted = true;
-      break;
-    }
-    const double t0 = now_seconds();
-    const int64_t this_step = step_ + 1;
-    int64_t tokens = 0;
-    const DraftLmLoss loss = train_step(this_step, tokens);
-    const double grad_norm = optimizer_->clip_grad_norm(o_.grad_clip);
-    const double lr = schedule.lr_at(this_step);
-    optimizer_->step(lr);
-    optimizer_->zero_grad();
-    step_ = this_step;
-    ++steps_here;
-    tokens_seen_ += tokens;
-    tokens_here += tokens;
-    DSPARK_CHECK(std::isfinite(loss.kl), "step {}: loss is {}; stopping (last checkpoint at step {})", step_, loss.kl,
-                 last_saved);
-    result_.losses.push_back(loss.kl);
-    result_.last_step = step_;
-    const double dt = now_seconds() - t0;
-    train_seconds_ += dt;
-    interval.add(tokens, dt);
-    interval_loss += loss.kl;
-    interval_agreement += loss.agreement;
-    if (step_ % o_.log_every == 0 || step_ == o_.steps) {
-      const double k = static_cast<double>(interval.steps);
-      const double tps = interval.tokens_per_second();
-      log_.print("step {}/{} kl {:.4f} agreement {:.3f} lr {:.2e} gnorm {:.3f} tok/s {:.0f} elapsed {} eta {}", step_,
-                 o_.steps, interval_loss / k, interval_agreement / k, lr, grad_norm, tps,
-                 format_duration(elapsed_before_ + train_seconds_),
-                 format_duration(interval.eta_seconds(o_.steps - step_)));
-      log_.metrics({{"type", "train"}, {"step", step_}, {"kl", interval_loss / k},
-                    {"agreement", interval_agreement / k}, {"lr", lr}, {"grad_norm", grad_norm},
-                    {"tokens_per_second", tps}, {"tokens_seen", tokens_seen_},
-                    {"elapsed_seconds", elapsed_before_ + train_seconds_}});
-      interval.reset();
-      interval_loss = interval_agreement = 0;
-    }
-    if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && step_ < o_.steps) evaluate();
-    if (o_.save_every > 0 && step_ % o_.save_every == 0 && step_ < o_.steps) {
-      save();
-      last_saved = step_;
-    }
-  }
-  if (step_ >= o_.steps && steps_here > 0) evaluate();
-  if (steps_here > 0 || checkpoint_.empty()) save();
-  if (step_ >= o_.steps && o_.export_at_end) {
-    ExportOptions ex;
-    ex.tokenizer_dir = fs::exists(tokenizer_dir_ / "tokenizer.json") ? tokenizer_dir_ : fs::path();
-    ex.bos_id = draft_->config().bos_token_id;
-    ex.eos_id = target_->config().eos_token_id;
-    ex.pad_id = export_pad_id_;
-    export_hf(*draft_, o_.out / "drafter", ex);
-    log_.print("exported {}", (o_.out / "drafter").string());
-  }
-  result_.tokens_per_second = train_seconds_ > 0 ? static_cast<double>(tokens_here) / train_seconds_ : 0.0;
-  log_.print("done: step {}/{} in {} ({} total)", step_, o_.steps, format_duration(now_seconds() - run_start),
-             format_duration(elapsed_before_ + train_seconds_));
+  static_cast<StepLoopResult&>(result_) =
+      run_step_loop(step_loop_options(o_), position_, !checkpoint_.empty(), *optimizer_, log_, *this);
   return result_;
 }
 

@@ -20,6 +20,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "train/step_loop.h"
+
 namespace CLI {
 class App;
 }
@@ -57,14 +59,11 @@ struct DraftLmTrainOptions {
   void validate() const;
 };
 
-struct DraftLmTrainResult {
-  int64_t first_step = 0;
-  int64_t last_step = 0;
-  std::vector<double> losses;         // per step run here
+// first_step, last_step, losses (per step run here: the KL), interrupted,
+// tokens_per_second: see StepLoopResult.
+struct DraftLmTrainResult : StepLoopResult {
   std::vector<double> val_kl;         // per validation
   std::vector<double> val_tau_greedy; // per validation
-  bool interrupted = false;
-  double tokens_per_second = 0;
 };
 
 DraftLmTrainResult run_draft_lm_training(const DraftLmTrainOptions& options);

@@ -2,10 +2,8 @@
 // progress lines, validation, checkpoints and the final export.
 #include "train/draft/draft_train.h"
 
-#include <atomic>
-#include <cmath>
-#include <csignal>
 #include <fstream>
+#include <memory>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -23,9 +21,8 @@
 #include "train/model/hf_weights.h"
 #include "train/model/transformer.h"
 #include "train/pretrain/adamw.h"
-#include "train/stop_signals.h"
 #include "train/pretrain/run_log.h"
-#include "train/pretrain/schedule.h"
+#include "train/step_loop.h"
 
 namespace dspark::train {
 
@@ -101,204 +98,205 @@ void DraftTrainOptions::validate() const {
   DSPARK_CHECK(log_every >= 1, "draft: --log-every must be >= 1");
 }
 
-DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
-  o.validate();
+namespace {
+
+// The run: target, drafter, data, optimizer, and the hooks of the shared step loop.
+class DraftTrainer final : public StepLoopHooks {
+ public:
+  explicit DraftTrainer(const DraftTrainOptions& o);
+  DraftTrainResult run();
+
+  double train_step(int64_t step, int64_t& tokens) override;
+  void log_progress(const ProgressReport& report) override;
+  void evaluate(const RunPosition& at) override;
+  void save(const RunPosition& at) override;
+  void export_model() override;
+
+ private:
+  void make_or_load_drafter();
+  void log_setup(const RegenSplit& split);
+
+  // Sums since the last progress line (their loss terms and the first draft's acceptance).
+  struct Interval {
+    double ce = 0, tv = 0, confidence = 0, alpha1 = 0;
+  };
+
+  const DraftTrainOptions& o_;
+  RunLog log_;
+  std::shared_ptr<CausalLmImpl> target_;
+  fs::path checkpoint_;
+  std::shared_ptr<DrafterImpl> drafter_;
+  DraftLossOptions loss_opts_;
+  int32_t pad_ = 0;
+  std::vector<DraftSequence> train_seqs_, val_seqs_;
+  std::unique_ptr<DraftBatchSampler> sampler_;
+  std::unique_ptr<AdamW> optimizer_;
+  RunPosition position_;
+  Interval interval_;
+  double interval_loss_ = 0;
+  DraftTrainResult result_;
+};
+
+DraftTrainer::DraftTrainer(const DraftTrainOptions& o) : o_(o), log_(o.out, o.quiet) {
   at::set_num_threads(o.threads);
-  RunLog log(o.out, o.quiet);
-  StopSignals signals;
+  target_ = load_hf_model(o.target);
+  target_->eval();
+  for (auto& p : target_->parameters()) p.set_requires_grad(false);
+  const ModelConfig& tc = target_->config();
+  make_or_load_drafter();
+  loss_opts_ = loss_options(o, drafter_->config().kind);
+  drafter_->train();
 
-  auto target = load_hf_model(o.target);
-  target->eval();
-  for (auto& p : target->parameters()) p.set_requires_grad(false);
-  const ModelConfig& tc = target->config();
-
-  const fs::path checkpoint = find_checkpoint(o.out);
-  json resumed;
-  std::shared_ptr<DrafterImpl> drafter;
-  if (!checkpoint.empty()) {
-    drafter = load_drafter(checkpoint, *target);
-    resumed = read_checkpoint_state(checkpoint);
-  } else if (!o.init_from.empty()) {
-    // Warm start (e.g. after the target was trained further): the weights and shape of an
-    // earlier drafter with a fresh optimizer. Its calibration does not carry over: the
-    // export below is made from the (uncalibrated) checkpoint.
-    drafter = load_drafter(o.init_from, *target);
-  } else {
-    DrafterShapeOptions shape;
-    shape.kind = o.kind == "dspark" ? DrafterKind::kDSpark : DrafterKind::kDFlash;
-    shape.block_size = o.block_size;
-    shape.layers = o.layers;
-    shape.aux_layer_ids = o.aux_layers;
-    shape.num_aux_layers = o.num_aux_layers;
-    shape.mask_token_id = o.mask_token_id >= 0 ? o.mask_token_id : resolve_mask_token(o.target);
-    shape.markov_rank = o.markov_rank;
-    shape.confidence_head = o.confidence_head;
-    shape.verifier_name_or_path = fs::absolute(o.target).lexically_normal().string();
-    shape.verifier_architectures = target_architectures(o.target);
-    drafter = make_drafter(make_drafter_config(tc, shape), *target, o.init_std, o.seed);
-  }
-  const DrafterConfig& dc = drafter->config();
-  const DraftLossOptions loss_opts = loss_options(o, dc.kind);
-  drafter->train();
-
-  // Data.
   const int32_t eos = static_cast<int32_t>(tc.eos_token_id);
-  const int32_t pad = eos >= 0 ? eos : 0;
-  const RegenSplit split = split_regen_data(
+  pad_ = eos >= 0 ? eos : 0;
+  RegenSplit split = split_regen_data(
       o.data, RegenSplitOptions{tc.vocab_size, eos, o.val_fraction, o.max_len, o.eval_sequences}, "draft");
-  if (!split.read_report.summary().empty()) log.line(split.read_report.summary());
-  const std::vector<DraftSequence>& train_seqs = split.train;
-  const std::vector<DraftSequence>& val_seqs = split.val;
-  const DraftBatchSampler sampler(train_seqs, o.batch, o.anchors, o.seed, pad);
+  if (!split.read_report.summary().empty()) log_.line(split.read_report.summary());
+  train_seqs_ = std::move(split.train);
+  val_seqs_ = std::move(split.val);
+  sampler_ = std::make_unique<DraftBatchSampler>(train_seqs_, o.batch, o.anchors, o.seed, pad_);
 
   std::vector<std::pair<std::string, torch::Tensor>> named;
-  for (auto& item : drafter->named_parameters()) named.emplace_back(item.key(), item.value());
-  AdamW optimizer(named, AdamWOptions{o.beta1, o.beta2, 1e-8, o.weight_decay});
-
-  int64_t step = 0, tokens_seen = 0;
-  double elapsed_before = 0;
-  if (!checkpoint.empty()) {
-    load_optimizer_checkpoint(checkpoint, optimizer);
-    step = resumed.at("step").get<int64_t>();
-    tokens_seen = resumed.value("tokens_seen", int64_t{0});
-    elapsed_before = resumed.value("elapsed_seconds", 0.0);
-    const uint64_t seed = resumed.value("seed", o.seed);
-    DSPARK_CHECK(seed == o.seed, "{}: checkpoint was trained with --seed {}, now {}; batches would differ",
-                 checkpoint.string(), seed, o.seed);
-    log.print("resuming from {} at step {}", checkpoint.string(), step);
+  for (auto& item : drafter_->named_parameters()) named.emplace_back(item.key(), item.value());
+  optimizer_ = std::make_unique<AdamW>(named, AdamWOptions{o.beta1, o.beta2, 1e-8, o.weight_decay});
+  if (!checkpoint_.empty()) {
+    load_optimizer_checkpoint(checkpoint_, *optimizer_);
+    position_ = RunPosition::resumed(read_checkpoint_state(checkpoint_), checkpoint_, o.seed);
+    log_.print("resuming from {} at step {}", checkpoint_.string(), position_.step);
   } else {
-    log.print("starting {} ({})", o.out.string(),
-              o.init_from.empty() ? "fresh " + o.kind + " drafter" : "weights from " + o.init_from.string());
+    log_.print("starting {} ({})", o.out.string(),
+               o.init_from.empty() ? "fresh " + o.kind + " drafter" : "weights from " + o.init_from.string());
   }
-  log.print("drafter: {} layers, block {} ({} drafts), aux ids [{}] (capture layers [{}]), mask id {}, markov rank {}, "
-            "confidence {}: {:.2f}M trainable parameters",
-            dc.layer.num_hidden_layers, dc.block_size, dc.num_drafts(), fmt::join(dc.aux_hidden_state_layer_ids, ", "),
-            fmt::join(dc.capture_layers(), ", "), dc.mask_token_id, dc.markov_rank, dc.enable_confidence_head,
-            static_cast<double>(drafter->num_parameters()) / 1e6);
-  log.print("target: {} ({} layers, hidden {}, vocab {}); data: {} records -> {} train / {} val sequences",
-            o.target.string(), tc.num_hidden_layers, tc.hidden_size, tc.vocab_size, split.num_records,
-            train_seqs.size(), val_seqs.size());
-  log.print("loss: {}·CE + {}·TV + {}·BCE, decay {}; batch {}x{} anchors, steps {}, lr {} -> {} warmup {}, bf16 {}",
-            loss_opts.ce_weight, loss_opts.tv_weight, dc.enable_confidence_head ? loss_opts.confidence_weight : 0.0,
-            loss_opts.decay, o.batch, o.anchors, o.steps, o.lr, o.min_lr, o.warmup, o.bf16);
+  log_setup(split);
+}
 
-  const CosineSchedule schedule{o.lr, o.min_lr, o.warmup, o.steps};
-  DraftTrainResult result;
-  result.first_step = step + 1;
-  result.last_step = step;
-
-  DraftEvalOptions eval_opts;
-  eval_opts.max_anchors = o.eval_anchors;
-  eval_opts.bf16 = o.bf16;
-  eval_opts.pad_id = pad;
-  auto evaluate = [&]() {
-    if (val_seqs.empty()) return;
-    drafter->eval();
-    const double t0 = now_seconds();
-    const DraftEvalResult e = evaluate_drafter(*target, *drafter, val_seqs, eval_opts);
-    drafter->train();
-    log.print("eval step {}: tau greedy {:.3f} expected {:.3f} | ce {:.4f} | {} blocks ({} greedy) | accept {} | "
-              "alpha {} ({:.1f} s)",
-              step, e.tau_greedy, e.tau_expected, e.ce, e.num_blocks, e.num_greedy_blocks,
-              format_rates(e.accept_greedy), format_rates(e.alpha), now_seconds() - t0);
-    log.metrics({{"type", "eval"}, {"step", step}, {"tau_greedy", e.tau_greedy}, {"tau_expected", e.tau_expected},
-                 {"ce", e.ce}, {"blocks", e.num_blocks}, {"greedy_blocks", e.num_greedy_blocks},
-                 {"accept_greedy", e.accept_greedy}, {"accept_conditional", e.accept_conditional},
-                 {"alpha", e.alpha}});
-    result.val_tau_greedy.push_back(e.tau_greedy);
-    result.val_tau_expected.push_back(e.tau_expected);
-  };
-
-  double train_seconds = 0;
-  auto save = [&]() {
-    json state{{"step", step},
-               {"seed", o.seed},
-               {"tokens_seen", tokens_seen},
-               {"elapsed_seconds", elapsed_before + train_seconds},
-               {"target", o.target.string()},
-               {"data", o.data.string()},
-               {"drafter", true},
-               {"options", options_json(o, loss_opts)}};
-    save_drafter_checkpoint(o.out, *drafter, optimizer, state);
-    log.print("checkpoint at step {}", step);
-  };
-
-  const double run_start = now_seconds();
-  ProgressInterval interval;
-  double interval_loss = 0, interval_ce = 0, interval_tv = 0, interval_conf = 0, interval_accept = 0;
-  int64_t steps_here = 0, tokens_here = 0, last_saved = step;
-  while (step < o.steps) {
-    if (signals.should_stop(step, steps_here, o.stop_after, log)) {
-      result.interrupted = true;
-      break;
-    }
-    const double t0 = now_seconds();
-    const int64_t this_step = step + 1;
-    const DraftBatch batch = sampler.batch(this_step);
-    const DraftTensors t = to_tensors(batch);
-    const TargetOutputs target_out = run_target(*target, t.ids, drafter->capture_layers(), o.bf16);
-    const BlockForward f = forward_blocks(*drafter, t, target_out, o.bf16, /*with_target_probs=*/true);  // α₁ is logged for DFlash too
-    const DraftLoss loss = draft_loss(f.logits, f.target_probs, f.targets.labels, f.confidence, f.targets.valid,
-                                      loss_opts);
-    loss.total.backward();
-    const double grad_norm = optimizer.clip_grad_norm(o.grad_clip);
-    const double lr = schedule.lr_at(this_step);
-    optimizer.step(lr);
-    optimizer.zero_grad();
-    step = this_step;
-    ++steps_here;
-    tokens_seen += batch.num_tokens;
-    tokens_here += batch.num_tokens;
-    const double loss_value = loss.total.item<double>();
-    DSPARK_CHECK(std::isfinite(loss_value), "step {}: loss is {}; stopping (last checkpoint at step {})", step,
-                 loss_value, last_saved);
-    result.losses.push_back(loss_value);
-    result.last_step = step;
-    const double dt = now_seconds() - t0;
-    train_seconds += dt;
-    interval.add(batch.num_tokens, dt);
-    interval_loss += loss_value;
-    interval_ce += loss.ce;
-    interval_tv += loss.tv;
-    interval_conf += loss.confidence;
-    if (loss.acceptance.defined() && loss.weight_sum > 0) {
-      auto w = f.targets.valid.select(2, 0);
-      interval_accept += (loss.acceptance.select(2, 0) * w).sum().item<double>() / std::max(1.0, w.sum().item<double>());
-    }
-    if (step % o.log_every == 0 || step == o.steps) {
-      const double k = static_cast<double>(interval.steps);
-      const double tps = interval.tokens_per_second();
-      const double eta = interval.eta_seconds(o.steps - step);
-      log.print("step {}/{} loss {:.4f} (ce {:.4f} tv {:.4f} conf {:.4f}) alpha1 {:.3f} lr {:.2e} gnorm {:.3f} "
-                "tok/s {:.0f} elapsed {} eta {}",
-                step, o.steps, interval_loss / k, interval_ce / k, interval_tv / k, interval_conf / k,
-                interval_accept / k, lr, grad_norm, tps, format_duration(elapsed_before + train_seconds),
-                format_duration(eta));
-      log.metrics({{"type", "train"}, {"step", step}, {"loss", interval_loss / k}, {"ce", interval_ce / k},
-                   {"tv", interval_tv / k}, {"confidence", interval_conf / k}, {"alpha1", interval_accept / k},
-                   {"lr", lr}, {"grad_norm", grad_norm}, {"tokens_per_second", tps}, {"tokens_seen", tokens_seen},
-                   {"elapsed_seconds", elapsed_before + train_seconds}});
-      interval.reset();
-      interval_loss = interval_ce = interval_tv = interval_conf = interval_accept = 0;
-    }
-    if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) evaluate();
-    if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) {
-      save();
-      last_saved = step;
-    }
+void DraftTrainer::make_or_load_drafter() {
+  checkpoint_ = find_checkpoint(o_.out);
+  if (!checkpoint_.empty()) {
+    drafter_ = load_drafter(checkpoint_, *target_);
+  } else if (!o_.init_from.empty()) {
+    // Warm start (e.g. after the target was trained further): the weights and shape of an
+    // earlier drafter with a fresh optimizer. Its calibration does not carry over: the
+    // export is made from the (uncalibrated) checkpoint.
+    drafter_ = load_drafter(o_.init_from, *target_);
+  } else {
+    DrafterShapeOptions shape;
+    shape.kind = o_.kind == "dspark" ? DrafterKind::kDSpark : DrafterKind::kDFlash;
+    shape.block_size = o_.block_size;
+    shape.layers = o_.layers;
+    shape.aux_layer_ids = o_.aux_layers;
+    shape.num_aux_layers = o_.num_aux_layers;
+    shape.mask_token_id = o_.mask_token_id >= 0 ? o_.mask_token_id : resolve_mask_token(o_.target);
+    shape.markov_rank = o_.markov_rank;
+    shape.confidence_head = o_.confidence_head;
+    shape.verifier_name_or_path = fs::absolute(o_.target).lexically_normal().string();
+    shape.verifier_architectures = target_architectures(o_.target);
+    drafter_ = make_drafter(make_drafter_config(target_->config(), shape), *target_, o_.init_std, o_.seed);
   }
-  if (step >= o.steps && steps_here > 0) evaluate();
-  if (steps_here > 0 || checkpoint.empty()) save();
-  if (step >= o.steps && o.export_at_end) {
-    DrafterExportOptions ex;
-    ex.verifier_name_or_path = fs::absolute(o.target).lexically_normal().string();
-    export_drafter(o.out, o.out / "drafter", ex);
-    log.print("exported {}", (o.out / "drafter").string());
+}
+
+void DraftTrainer::log_setup(const RegenSplit& split) {
+  const DrafterConfig& dc = drafter_->config();
+  const ModelConfig& tc = target_->config();
+  log_.print("drafter: {} layers, block {} ({} drafts), aux ids [{}] (capture layers [{}]), mask id {}, markov rank "
+             "{}, confidence {}: {:.2f}M trainable parameters",
+             dc.layer.num_hidden_layers, dc.block_size, dc.num_drafts(),
+             fmt::join(dc.aux_hidden_state_layer_ids, ", "), fmt::join(dc.capture_layers(), ", "), dc.mask_token_id,
+             dc.markov_rank, dc.enable_confidence_head, static_cast<double>(drafter_->num_parameters()) / 1e6);
+  log_.print("target: {} ({} layers, hidden {}, vocab {}); data: {} records -> {} train / {} val sequences",
+             o_.target.string(), tc.num_hidden_layers, tc.hidden_size, tc.vocab_size, split.num_records,
+             train_seqs_.size(), val_seqs_.size());
+  log_.print("loss: {}·CE + {}·TV + {}·BCE, decay {}; batch {}x{} anchors, steps {}, lr {} -> {} warmup {}, bf16 {}",
+             loss_opts_.ce_weight, loss_opts_.tv_weight,
+             dc.enable_confidence_head ? loss_opts_.confidence_weight : 0.0, loss_opts_.decay, o_.batch, o_.anchors,
+             o_.steps, o_.lr, o_.min_lr, o_.warmup, o_.bf16);
+}
+
+double DraftTrainer::train_step(int64_t step, int64_t& tokens) {
+  const DraftBatch batch = sampler_->batch(step);
+  tokens = batch.num_tokens;
+  const DraftTensors t = to_tensors(batch);
+  const TargetOutputs target_out = run_target(*target_, t.ids, drafter_->capture_layers(), o_.bf16);
+  // The target's probabilities for DFlash too: α₁ is logged for both kinds.
+  const BlockForward f = forward_blocks(*drafter_, t, target_out, o_.bf16, /*with_target_probs=*/true);
+  const DraftLoss loss = draft_loss(f.logits, f.target_probs, f.targets.labels, f.confidence, f.targets.valid,
+                                    loss_opts_);
+  loss.total.backward();
+  const double value = loss.total.item<double>();
+  interval_loss_ += value;
+  interval_.ce += loss.ce;
+  interval_.tv += loss.tv;
+  interval_.confidence += loss.confidence;
+  if (loss.acceptance.defined() && loss.weight_sum > 0) {
+    auto w = f.targets.valid.select(2, 0);
+    interval_.alpha1 +=
+        (loss.acceptance.select(2, 0) * w).sum().item<double>() / std::max(1.0, w.sum().item<double>());
   }
-  result.tokens_per_second = train_seconds > 0 ? static_cast<double>(tokens_here) / train_seconds : 0.0;
-  log.print("done: step {}/{} in {} ({} total)", step, o.steps, format_duration(now_seconds() - run_start),
-            format_duration(elapsed_before + train_seconds));
-  return result;
+  return value;
+}
+
+void DraftTrainer::log_progress(const ProgressReport& r) {
+  const double k = static_cast<double>(r.interval_steps);
+  log_.print("step {}/{} loss {:.4f} (ce {:.4f} tv {:.4f} conf {:.4f}) alpha1 {:.3f} {}", r.at.step, r.steps,
+             interval_loss_ / k, interval_.ce / k, interval_.tv / k, interval_.confidence / k, interval_.alpha1 / k,
+             r.tail());
+  json m = r.metrics();
+  m.update({{"loss", interval_loss_ / k}, {"ce", interval_.ce / k}, {"tv", interval_.tv / k},
+            {"confidence", interval_.confidence / k}, {"alpha1", interval_.alpha1 / k}});
+  log_.metrics(m);
+  interval_ = Interval{};
+  interval_loss_ = 0;
+}
+
+void DraftTrainer::evaluate(const RunPosition& at) {
+  if (val_seqs_.empty()) return;
+  DraftEvalOptions eo;
+  eo.max_anchors = o_.eval_anchors;
+  eo.bf16 = o_.bf16;
+  eo.pad_id = pad_;
+  drafter_->eval();
+  const double t0 = now_seconds();
+  const DraftEvalResult e = evaluate_drafter(*target_, *drafter_, val_seqs_, eo);
+  drafter_->train();
+  log_.print("eval step {}: tau greedy {:.3f} expected {:.3f} | ce {:.4f} | {} blocks ({} greedy) | accept {} | "
+             "alpha {} ({:.1f} s)",
+             at.step, e.tau_greedy, e.tau_expected, e.ce, e.num_blocks, e.num_greedy_blocks,
+             format_rates(e.accept_greedy), format_rates(e.alpha), now_seconds() - t0);
+  log_.metrics({{"type", "eval"}, {"step", at.step}, {"tau_greedy", e.tau_greedy}, {"tau_expected", e.tau_expected},
+                {"ce", e.ce}, {"blocks", e.num_blocks}, {"greedy_blocks", e.num_greedy_blocks},
+                {"accept_greedy", e.accept_greedy}, {"accept_conditional", e.accept_conditional},
+                {"alpha", e.alpha}});
+  result_.val_tau_greedy.push_back(e.tau_greedy);
+  result_.val_tau_expected.push_back(e.tau_expected);
+}
+
+void DraftTrainer::save(const RunPosition& at) {
+  json state = at.state(o_.seed);
+  state.update({{"target", o_.target.string()}, {"data", o_.data.string()}, {"drafter", true},
+                {"options", options_json(o_, loss_opts_)}});
+  save_drafter_checkpoint(o_.out, *drafter_, *optimizer_, state);
+  log_.print("checkpoint at step {}", at.step);
+}
+
+void DraftTrainer::export_model() {
+  DrafterExportOptions ex;
+  ex.verifier_name_or_path = fs::absolute(o_.target).lexically_normal().string();
+  export_drafter(o_.out, o_.out / "drafter", ex);
+  log_.print("exported {}", (o_.out / "drafter").string());
+}
+
+DraftTrainResult DraftTrainer::run() {
+  static_cast<StepLoopResult&>(result_) =
+      run_step_loop(step_loop_options(o_), position_, !checkpoint_.empty(), *optimizer_, log_, *this);
+  return result_;
+}
+
+}  // namespace
+
+DraftTrainResult run_draft_training(const DraftTrainOptions& o) {
+  o.validate();
+  DraftTrainer trainer(o);
+  return trainer.run();
 }
 
 }  // namespace dspark::train

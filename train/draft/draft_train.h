@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "train/step_loop.h"
+
 namespace CLI {
 class App;
 }
@@ -74,14 +76,11 @@ struct DraftTrainOptions {
   void validate() const;
 };
 
-struct DraftTrainResult {
-  int64_t first_step = 0;
-  int64_t last_step = 0;
-  std::vector<double> losses;         // per step run here
+// first_step, last_step, losses (per step run here), interrupted, tokens_per_second: see
+// StepLoopResult.
+struct DraftTrainResult : StepLoopResult {
   std::vector<double> val_tau_greedy;
   std::vector<double> val_tau_expected;
-  bool interrupted = false;
-  double tokens_per_second = 0;
 };
 
 DraftTrainResult run_draft_training(const DraftTrainOptions& options);

@@ -27,8 +27,7 @@
 #include "train/model/transformer.h"
 #include "train/pretrain/adamw.h"
 #include "train/pretrain/run_log.h"
-#include "train/pretrain/schedule.h"
-#include "train/stop_signals.h"
+#include "train/step_loop.h"
 
 namespace dspark::train {
 
@@ -57,12 +56,12 @@ json options_json(const Eagle3TrainOptions& o) {
 
 // Sums over the steps since the last progress line.
 struct IntervalStats {
-  ProgressInterval progress;
+  int64_t steps = 0;
   double loss = 0;
   std::vector<double> kl, accuracy, conditional;  // [ttt steps]
 
-  void add(const Eagle3Loss& l, double loss_value, int64_t tokens, double seconds) {
-    progress.add(tokens, seconds);
+  void add(const Eagle3Loss& l, double loss_value) {
+    ++steps;
     loss += loss_value;
     accumulate(kl, l.kl);
     accumulate(accuracy, l.accuracy);
@@ -70,7 +69,7 @@ struct IntervalStats {
   }
   std::vector<double> mean(const std::vector<double>& sums) const {
     std::vector<double> out;
-    for (double s : sums) out.push_back(s / static_cast<double>(std::max<int64_t>(progress.steps, 1)));
+    for (double s : sums) out.push_back(s / static_cast<double>(std::max<int64_t>(steps, 1)));
     return out;
   }
   void reset() { *this = IntervalStats{}; }
@@ -92,21 +91,23 @@ double vocab_coverage(const std::vector<int64_t>& counts, const DraftVocab& voca
   return total > 0 ? covered / total : 0.0;
 }
 
-class Eagle3Trainer {
+// The run: target, drafter, data, optimizer, and the hooks of the shared step loop.
+class Eagle3Trainer final : public StepLoopHooks {
  public:
   explicit Eagle3Trainer(const Eagle3TrainOptions& o);
   Eagle3TrainResult run();
+
+  double train_step(int64_t step, int64_t& tokens) override;
+  void log_progress(const ProgressReport& report) override;
+  void evaluate(const RunPosition& at) override;
+  void save(const RunPosition& at) override;
+  void export_model() override;
 
  private:
   void load_data();
   void make_or_load_drafter();
   void restore_state();
   void log_setup() const;
-  // One optimizer step; returns its loss.
-  Eagle3Loss train_step(int64_t step, int64_t& tokens);
-  void log_progress(double lr, double grad_norm);
-  void evaluate();
-  void save();
 
   const Eagle3TrainOptions& o_;
   mutable RunLog log_;
@@ -119,8 +120,7 @@ class Eagle3Trainer {
   std::string origin_;
   std::shared_ptr<Eagle3Impl> drafter_;
   std::unique_ptr<AdamW> optimizer_;
-  int64_t step_ = 0, tokens_seen_ = 0;
-  double elapsed_before_ = 0, train_seconds_ = 0;
+  RunPosition position_;
   IntervalStats interval_;
   Eagle3TrainResult result_;
 };
@@ -185,14 +185,8 @@ void Eagle3Trainer::make_or_load_drafter() {
 
 void Eagle3Trainer::restore_state() {
   if (checkpoint_.empty()) return;
-  const json state = read_checkpoint_state(checkpoint_);
   load_optimizer_checkpoint(checkpoint_, *optimizer_);
-  step_ = state.at("step").get<int64_t>();
-  tokens_seen_ = state.value("tokens_seen", int64_t{0});
-  elapsed_before_ = state.value("elapsed_seconds", 0.0);
-  const uint64_t seed = state.value("seed", o_.seed);
-  DSPARK_CHECK(seed == o_.seed, "{}: checkpoint was trained with --seed {}, now {}; batches would differ",
-               checkpoint_.string(), seed, o_.seed);
+  position_ = RunPosition::resumed(read_checkpoint_state(checkpoint_), checkpoint_, o_.seed);
 }
 
 void Eagle3Trainer::log_setup() const {
@@ -201,7 +195,7 @@ void Eagle3Trainer::log_setup() const {
   if (checkpoint_.empty())
     log_.print("starting {} ({})", o_.out.string(), origin_);
   else
-    log_.print("resuming from {} at step {}", checkpoint_.string(), step_);
+    log_.print("resuming from {} at step {}", checkpoint_.string(), position_.step);
   log_.print("eagle3 drafter: aux ids [{}] (capture layers [{}]), draft vocab {} of {}, hidden {}: {:.2f}M trainable "
              "parameters",
              fmt::join(c.aux_hidden_state_layer_ids, ", "), fmt::join(drafter_->capture_layers(), ", "),
@@ -215,7 +209,7 @@ void Eagle3Trainer::log_setup() const {
              o_.ttt_steps, o_.ttt_decay, o_.batch, o_.steps, o_.lr, o_.min_lr, o_.warmup, o_.bf16);
 }
 
-Eagle3Loss Eagle3Trainer::train_step(int64_t step, int64_t& tokens) {
+double Eagle3Trainer::train_step(int64_t step, int64_t& tokens) {
   const DraftBatch batch = sampler_->batch(step);
   tokens = batch.num_tokens;
   const DraftTensors t = to_tensors(batch);
@@ -228,26 +222,25 @@ Eagle3Loss Eagle3Trainer::train_step(int64_t step, int64_t& tokens) {
   Eagle3Loss loss = eagle3_loss(ttt.logits, target_out.logits, t.loss_mask, drafter_->vocab_target_ids(),
                                 Eagle3LossOptions{o_.ttt_decay});
   loss.total.backward();
-  return loss;
+  const double value = loss.total.item<double>();
+  interval_.add(loss, value);
+  result_.accuracy.push_back(loss.accuracy);
+  return value;
 }
 
-void Eagle3Trainer::log_progress(double lr, double grad_norm) {
-  const double k = static_cast<double>(interval_.progress.steps);
-  const double tps = interval_.progress.tokens_per_second();
-  const double eta = interval_.progress.eta_seconds(o_.steps - step_);
+void Eagle3Trainer::log_progress(const ProgressReport& r) {
+  const double k = static_cast<double>(interval_.steps);
   const auto kl = interval_.mean(interval_.kl), acc = interval_.mean(interval_.accuracy),
              cond = interval_.mean(interval_.conditional);
-  log_.print("step {}/{} loss {:.4f} | kl {} | acc {} | cond {} | lr {:.2e} gnorm {:.3f} tok/s {:.0f} elapsed {} "
-             "eta {}",
-             step_, o_.steps, interval_.loss / k, format_rates(kl), format_rates(acc), format_rates(cond), lr,
-             grad_norm, tps, format_duration(elapsed_before_ + train_seconds_), format_duration(eta));
-  log_.metrics({{"type", "train"}, {"step", step_}, {"loss", interval_.loss / k}, {"kl", kl}, {"accuracy", acc},
-                {"conditional_accuracy", cond}, {"lr", lr}, {"grad_norm", grad_norm}, {"tokens_per_second", tps},
-                {"tokens_seen", tokens_seen_}, {"elapsed_seconds", elapsed_before_ + train_seconds_}});
+  log_.print("step {}/{} loss {:.4f} | kl {} | acc {} | cond {} | {}", r.at.step, r.steps, interval_.loss / k,
+             format_rates(kl), format_rates(acc), format_rates(cond), r.tail());
+  json m = r.metrics();
+  m.update({{"loss", interval_.loss / k}, {"kl", kl}, {"accuracy", acc}, {"conditional_accuracy", cond}});
+  log_.metrics(m);
   interval_.reset();
 }
 
-void Eagle3Trainer::evaluate() {
+void Eagle3Trainer::evaluate(const RunPosition& at) {
   if (val_seqs_.empty()) return;
   drafter_->eval();
   const double t0 = now_seconds();
@@ -258,79 +251,33 @@ void Eagle3Trainer::evaluate() {
   eo.pad_id = pad_;
   const Eagle3EvalResult e = evaluate_eagle3(*target_, *drafter_, val_seqs_, eo);
   drafter_->train();
-  log_.print("eval step {}: tau greedy {:.3f} (K {}) | {} chains ({} greedy) | accept {} | cond {} ({:.1f} s)", step_,
+  log_.print("eval step {}: tau greedy {:.3f} (K {}) | {} chains ({} greedy) | accept {} | cond {} ({:.1f} s)", at.step,
              e.tau_greedy, eo.drafts, e.num_chains, e.num_greedy_chains, format_rates(e.accept_greedy),
              format_rates(e.accept_conditional), now_seconds() - t0);
-  log_.metrics({{"type", "eval"}, {"step", step_}, {"tau_greedy", e.tau_greedy}, {"drafts", eo.drafts},
+  log_.metrics({{"type", "eval"}, {"step", at.step}, {"tau_greedy", e.tau_greedy}, {"drafts", eo.drafts},
                 {"chains", e.num_chains}, {"greedy_chains", e.num_greedy_chains},
                 {"accept_greedy", e.accept_greedy}, {"accept_conditional", e.accept_conditional}});
   result_.val_tau_greedy.push_back(e.tau_greedy);
 }
 
-void Eagle3Trainer::save() {
-  json state{{"step", step_},
-             {"seed", o_.seed},
-             {"tokens_seen", tokens_seen_},
-             {"elapsed_seconds", elapsed_before_ + train_seconds_},
-             {"target", o_.target.string()},
-             {"data", o_.data.string()},
-             {"eagle3", true},
-             {"options", options_json(o_)}};
+void Eagle3Trainer::save(const RunPosition& at) {
+  json state = at.state(o_.seed);
+  state.update({{"target", o_.target.string()}, {"data", o_.data.string()}, {"eagle3", true},
+                {"options", options_json(o_)}});
   save_eagle3_checkpoint(o_.out, *drafter_, *optimizer_, state);
-  log_.print("checkpoint at step {}", step_);
+  log_.print("checkpoint at step {}", at.step);
+}
+
+void Eagle3Trainer::export_model() {
+  DrafterExportOptions ex;
+  ex.verifier_name_or_path = fs::absolute(o_.target).lexically_normal().string();
+  export_eagle3(o_.out, o_.out / "drafter", ex);
+  log_.print("exported {}", (o_.out / "drafter").string());
 }
 
 Eagle3TrainResult Eagle3Trainer::run() {
-  StopSignals signals;
-  const CosineSchedule schedule{o_.lr, o_.min_lr, o_.warmup, o_.steps};
-  const double run_start = now_seconds();
-  result_.first_step = step_ + 1;
-  result_.last_step = step_;
-  int64_t steps_here = 0, tokens_here = 0, last_saved = step_;
-  while (step_ < o_.steps) {
-    if (signals.should_stop(step_, steps_here, o_.stop_after, log_)) {
-      result_.interrupted = true;
-      break;
-    }
-    const double t0 = now_seconds();
-    const int64_t this_step = step_ + 1;
-    int64_t tokens = 0;
-    const Eagle3Loss loss = train_step(this_step, tokens);
-    const double grad_norm = optimizer_->clip_grad_norm(o_.grad_clip);
-    const double lr = schedule.lr_at(this_step);
-    optimizer_->step(lr);
-    optimizer_->zero_grad();
-    step_ = this_step;
-    ++steps_here;
-    tokens_seen_ += tokens;
-    tokens_here += tokens;
-    const double loss_value = loss.total.item<double>();
-    DSPARK_CHECK(std::isfinite(loss_value), "step {}: loss is {}; stopping (last checkpoint at step {})", step_,
-                 loss_value, last_saved);
-    result_.losses.push_back(loss_value);
-    result_.accuracy.push_back(loss.accuracy);
-    result_.last_step = step_;
-    const double dt = now_seconds() - t0;
-    train_seconds_ += dt;
-    interval_.add(loss, loss_value, tokens, dt);
-    if (step_ % o_.log_every == 0 || step_ == o_.steps) log_progress(lr, grad_norm);
-    if (o_.eval_every > 0 && step_ % o_.eval_every == 0 && step_ < o_.steps) evaluate();
-    if (o_.save_every > 0 && step_ % o_.save_every == 0 && step_ < o_.steps) {
-      save();
-      last_saved = step_;
-    }
-  }
-  if (step_ >= o_.steps && steps_here > 0) evaluate();
-  if (steps_here > 0 || checkpoint_.empty()) save();
-  if (step_ >= o_.steps && o_.export_at_end) {
-    DrafterExportOptions ex;
-    ex.verifier_name_or_path = fs::absolute(o_.target).lexically_normal().string();
-    export_eagle3(o_.out, o_.out / "drafter", ex);
-    log_.print("exported {}", (o_.out / "drafter").string());
-  }
-  result_.tokens_per_second = train_seconds_ > 0 ? static_cast<double>(tokens_here) / train_seconds_ : 0.0;
-  log_.print("done: step {}/{} in {} ({} total)", step_, o_.steps, format_duration(now_seconds() - run_start),
-             format_duration(elapsed_before_ + train_seconds_));
+  static_cast<StepLoopResult&>(result_) =
+      run_step_loop(step_loop_options(o_), position_, !checkpoint_.empty(), *optimizer_, log_, *this);
   return result_;
 }
 

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "train/step_loop.h"
+
 namespace CLI {
 class App;
 }
@@ -66,14 +68,11 @@ struct Eagle3TrainOptions {
   void validate() const;
 };
 
-struct Eagle3TrainResult {
-  int64_t first_step = 0;
-  int64_t last_step = 0;
-  std::vector<double> losses;               // per step run here
+// first_step, last_step, losses (per step run here), interrupted, tokens_per_second: see
+// StepLoopResult.
+struct Eagle3TrainResult : StepLoopResult {
   std::vector<std::vector<double>> accuracy;  // per step run here: [ttt steps]
   std::vector<double> val_tau_greedy;
-  bool interrupted = false;
-  double tokens_per_second = 0;
 };
 
 Eagle3TrainResult run_eagle3_training(const Eagle3TrainOptions& options);

@@ -2,9 +2,6 @@
 // periodic progress lines, validation, checkpoints, and a final export.
 #include "train/pretrain/pretrain.h"
 
-#include <atomic>
-#include <cmath>
-#include <csignal>
 #include <memory>
 
 #include <ATen/ATen.h>
@@ -18,11 +15,10 @@
 #include "train/model/hf_weights.h"
 #include "train/model/transformer.h"
 #include "train/pretrain/adamw.h"
-#include "train/stop_signals.h"
 #include "train/pretrain/mixture_sampler.h"
 #include "train/pretrain/pretrain_options_json.h"
 #include "train/pretrain/run_log.h"
-#include "train/pretrain/schedule.h"
+#include "train/step_loop.h"
 #include "data/token_shards.h"
 
 namespace dspark::train {
@@ -74,211 +70,185 @@ struct SourceEval {
   std::vector<Window> windows;
 };
 
+// The pretraining run: its model, optimizer, data and validation windows, and the hooks
+// of the shared step loop.
+class Pretrainer final : public StepLoopHooks {
+ public:
+  explicit Pretrainer(const PretrainOptions& o);
+  PretrainResult run();
+
+  double train_step(int64_t step, int64_t& tokens) override;
+  void log_progress(const ProgressReport& report) override;
+  void evaluate(const RunPosition& at) override;
+  void save(const RunPosition& at) override;
+  void export_model() override;
+
+ private:
+  const PretrainOptions& o_;
+  RunLog log_;
+  const TokenShards corpus_;
+  const std::vector<MixtureWeight> mixture_;
+  const int64_t window_;  // tokens per sampled window: seq_len + 1
+  const MixtureSampler sampler_;
+  fs::path checkpoint_;
+  std::shared_ptr<CausalLmImpl> model_;
+  std::unique_ptr<AdamW> optimizer_;
+  RunPosition position_;
+  std::vector<SourceEval> evals_;
+  std::vector<int32_t> host_;  // [batch, window] int32 tokens of one micro-batch
+  double interval_loss_ = 0;   // Σ loss since the last progress line
+  PretrainResult result_;
+};
+
+Pretrainer::Pretrainer(const PretrainOptions& o)
+    : o_(o),
+      log_(o.out, o.quiet),
+      corpus_(o.data),
+      mixture_(parse_mixture(o.mix)),
+      window_(o.seq_len + 1),
+      sampler_(corpus_, mixture_, window_, o.seed),
+      host_(static_cast<size_t>(o.batch * window_)) {
+  at::set_num_threads(o.threads);
+  // Model and optimizer: resume, start from HF weights, or initialise.
+  checkpoint_ = find_checkpoint(o.out);
+  json resumed_state;
+  if (!checkpoint_.empty()) {
+    model_ = std::make_shared<CausalLmImpl>(read_checkpoint_config(checkpoint_));
+    resumed_state = read_checkpoint_state(checkpoint_);
+  } else if (!o.init_from.empty()) {
+    model_ = load_hf_model(o.init_from);
+  } else {
+    model_ = std::make_shared<CausalLmImpl>(config_from_options(o, corpus_));
+    model_->init_weights(o.init_std, o.seed);
+  }
+  const ModelConfig& config = model_->config();
+  DSPARK_CHECK(config.vocab_size >= corpus_.vocab_size(), "model vocab {} is smaller than the data's vocab {}",
+               config.vocab_size, corpus_.vocab_size());
+  model_->train();
+
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (auto& item : model_->named_parameters()) named.emplace_back(item.key(), item.value());
+  optimizer_ = std::make_unique<AdamW>(named, AdamWOptions{o.beta1, o.beta2, 1e-8, o.weight_decay});
+
+  if (!checkpoint_.empty()) {
+    load_checkpoint(checkpoint_, *model_, optimizer_.get());
+    position_ = RunPosition::resumed(resumed_state, checkpoint_, o.seed);
+    for (const auto& warning : compare_resumed_options(resumed_state.value("options", json::object()), o))
+      log_.print("warning: {}", warning);
+    log_.print("resuming from {} at step {} ({} tokens seen)", checkpoint_.string(), position_.step,
+               position_.tokens_seen);
+  } else {
+    log_.print("starting {} ({})", o.out.string(),
+               o.init_from.empty() ? "fresh weights" : "weights from " + o.init_from.string());
+  }
+  log_.print("model: {} layers, hidden {}, heads {}/{}, ffn {}, vocab {}, tied {}: {:.2f}M parameters",
+             config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.num_key_value_heads,
+             config.intermediate_size, config.vocab_size, config.tie_word_embeddings,
+             static_cast<double>(model_->num_parameters()) / 1e6);
+  log_.print("data: {} mix {}; {} tokens/step ({}x{}x{}), steps {}, lr {} -> {} warmup {}, wd {}, bf16 {}, threads {}",
+             o.data.string(), format_mixture(mixture_), o.batch * o.seq_len * o.grad_accum, o.batch, o.seq_len,
+             o.grad_accum, o.steps, o.lr, o.min_lr, o.warmup, o.weight_decay, o.bf16, o.threads);
+
+  for (size_t s = 0; s < corpus_.sources().size(); ++s) {
+    SourceEval e{corpus_.sources()[s].name, sampler_.val_windows(s, o.eval_windows)};
+    if (e.windows.empty()) log_.print("warning: source '{}' has no full validation window", e.name);
+    else evals_.push_back(std::move(e));
+  }
+}
+
+double Pretrainer::train_step(int64_t step, int64_t& tokens) {
+  double loss_sum = 0;
+  for (int64_t micro = 0; micro < o_.grad_accum; ++micro) {
+    sampler_.fill(step, micro * o_.batch, o_.batch, host_);
+    auto loss = window_loss(*model_, host_, o_.batch, window_, o_.bf16);
+    (o_.grad_accum > 1 ? loss / static_cast<double>(o_.grad_accum) : loss).backward();
+    loss_sum += loss.item<double>();
+  }
+  tokens = o_.batch * o_.seq_len * o_.grad_accum;
+  const double loss = loss_sum / static_cast<double>(o_.grad_accum);
+  interval_loss_ += loss;
+  return loss;
+}
+
+void Pretrainer::log_progress(const ProgressReport& r) {
+  const double mean_loss = interval_loss_ / static_cast<double>(r.interval_steps);
+  log_.print("step {}/{} loss {:.4f} {}", r.at.step, r.steps, mean_loss, r.tail());
+  json m = r.metrics();
+  m["loss"] = mean_loss;
+  log_.metrics(m);
+  interval_loss_ = 0;
+}
+
+void Pretrainer::evaluate(const RunPosition& at) {
+  if (evals_.empty()) return;
+  at::NoGradGuard no_grad;
+  model_->eval();
+  json record{{"type", "eval"}, {"step", at.step}};
+  std::string line = fmt::format("eval step {}:", at.step);
+  double sum = 0;
+  std::vector<int32_t> host;
+  for (const auto& e : evals_) {
+    double total = 0;
+    int64_t count = 0;
+    for (size_t i = 0; i < e.windows.size(); i += static_cast<size_t>(o_.batch)) {
+      const size_t n = std::min(e.windows.size() - i, static_cast<size_t>(o_.batch));
+      host.resize(n * window_);
+      sampler_.fill_val(std::span(e.windows).subspan(i, n), host);
+      total += window_loss(*model_, host, static_cast<int64_t>(n), window_, o_.bf16).item<double>() *
+               static_cast<double>(n);
+      count += static_cast<int64_t>(n);
+    }
+    const double loss = total / static_cast<double>(count);
+    sum += loss;
+    record[e.name] = loss;
+    line += fmt::format(" {} {:.4f}", e.name, loss);
+  }
+  const double mean = sum / static_cast<double>(evals_.size());
+  record["mean"] = mean;
+  line += fmt::format(" | mean {:.4f}", mean);
+  log_.line(line);
+  log_.metrics(record);
+  result_.val_losses.push_back(mean);
+  model_->train();
+}
+
+void Pretrainer::save(const RunPosition& at) {
+  const double t0 = now_seconds();
+  json state = at.state(o_.seed);
+  state.update({{"data", o_.data.string()}, {"mix", format_mixture(mixture_)},
+                {"tokenizer_dir", corpus_.tokenizer_dir().string()}, {"bos_id", -1}, {"eos_id", corpus_.eos_id()},
+                {"pad_id", corpus_.pad_id()}, {"mask_id", corpus_.mask_id()},
+                {"options", options_to_json(o_)}});
+  save_checkpoint(o_.out, *model_, *optimizer_, state);
+  log_.print("checkpoint at step {} ({:.1f} s)", at.step, now_seconds() - t0);
+}
+
+void Pretrainer::export_model() {
+  ExportOptions ex;
+  ex.tokenizer_dir = corpus_.tokenizer_dir();
+  if (!fs::exists(ex.tokenizer_dir / "tokenizer.json")) {
+    log_.print("warning: {} has no tokenizer.json; exporting without tokenizer files", ex.tokenizer_dir.string());
+    ex.tokenizer_dir.clear();
+  }
+  ex.bos_id = -1;
+  ex.eos_id = corpus_.eos_id();
+  ex.pad_id = corpus_.pad_id();
+  export_hf(*model_, o_.out / "hf", ex);
+  log_.print("exported {}", (o_.out / "hf").string());
+}
+
+PretrainResult Pretrainer::run() {
+  static_cast<StepLoopResult&>(result_) =
+      run_step_loop(step_loop_options(o_), position_, !checkpoint_.empty(), *optimizer_, log_, *this);
+  return result_;
+}
+
 }  // namespace
 
 PretrainResult run_pretrain(const PretrainOptions& o) {
   o.validate();
-  at::set_num_threads(o.threads);
-  RunLog log(o.out, o.quiet);
-  StopSignals signals;
-
-  const TokenShards corpus(o.data);
-  const auto mixture = parse_mixture(o.mix);
-  const int64_t window = o.seq_len + 1;
-  const MixtureSampler sampler(corpus, mixture, window, o.seed);
-
-  // Model and optimizer: resume, start from HF weights, or initialise.
-  const fs::path checkpoint = find_checkpoint(o.out);
-  json resumed_state;
-  std::shared_ptr<CausalLmImpl> model;
-  if (!checkpoint.empty()) {
-    model = std::make_shared<CausalLmImpl>(read_checkpoint_config(checkpoint));
-    resumed_state = read_checkpoint_state(checkpoint);
-  } else if (!o.init_from.empty()) {
-    model = load_hf_model(o.init_from);
-  } else {
-    model = std::make_shared<CausalLmImpl>(config_from_options(o, corpus));
-    model->init_weights(o.init_std, o.seed);
-  }
-  const ModelConfig& config = model->config();
-  DSPARK_CHECK(config.vocab_size >= corpus.vocab_size(), "model vocab {} is smaller than the data's vocab {}",
-               config.vocab_size, corpus.vocab_size());
-  model->train();
-
-  std::vector<std::pair<std::string, torch::Tensor>> named;
-  for (auto& item : model->named_parameters()) named.emplace_back(item.key(), item.value());
-  AdamW optimizer(named, AdamWOptions{o.beta1, o.beta2, 1e-8, o.weight_decay});
-
-  int64_t step = 0;
-  int64_t tokens_seen = 0;
-  double elapsed_before = 0;  // training seconds of earlier invocations
-  if (!checkpoint.empty()) {
-    load_checkpoint(checkpoint, *model, &optimizer);
-    step = resumed_state.at("step").get<int64_t>();
-    tokens_seen = resumed_state.value("tokens_seen", int64_t{0});
-    elapsed_before = resumed_state.value("elapsed_seconds", 0.0);
-    const uint64_t seed = resumed_state.value("seed", o.seed);
-    DSPARK_CHECK(seed == o.seed, "{}: checkpoint was trained with --seed {}, now {}; batches would differ",
-                 checkpoint.string(), seed, o.seed);
-    for (const auto& warning : compare_resumed_options(resumed_state.value("options", json::object()), o))
-      log.print("warning: {}", warning);
-    log.print("resuming from {} at step {} ({} tokens seen)", checkpoint.string(), step, tokens_seen);
-  } else {
-    log.print("starting {} ({})", o.out.string(),
-              o.init_from.empty() ? "fresh weights" : "weights from " + o.init_from.string());
-  }
-  const int64_t tokens_per_step = o.batch * o.seq_len * o.grad_accum;
-  log.print("model: {} layers, hidden {}, heads {}/{}, ffn {}, vocab {}, tied {}: {:.2f}M parameters",
-            config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.num_key_value_heads,
-            config.intermediate_size, config.vocab_size, config.tie_word_embeddings,
-            static_cast<double>(model->num_parameters()) / 1e6);
-  log.print("data: {} mix {}; {} tokens/step ({}x{}x{}), steps {}, lr {} -> {} warmup {}, wd {}, bf16 {}, threads {}",
-            o.data.string(), format_mixture(mixture), tokens_per_step, o.batch, o.seq_len, o.grad_accum, o.steps,
-            o.lr, o.min_lr, o.warmup, o.weight_decay, o.bf16, o.threads);
-
-  const CosineSchedule schedule{o.lr, o.min_lr, o.warmup, o.steps};
-
-  std::vector<SourceEval> evals;
-  for (size_t s = 0; s < corpus.sources().size(); ++s) {
-    SourceEval e{corpus.sources()[s].name, sampler.val_windows(s, o.eval_windows)};
-    if (e.windows.empty()) log.print("warning: source '{}' has no full validation window", e.name);
-    else evals.push_back(std::move(e));
-  }
-
-  PretrainResult result;
-  result.first_step = step + 1;
-  result.last_step = step;
-
-  auto evaluate = [&]() {
-    at::NoGradGuard no_grad;
-    model->eval();
-    json record{{"type", "eval"}, {"step", step}};
-    std::string line = fmt::format("eval step {}:", step);
-    double sum = 0;
-    std::vector<int32_t> host;
-    for (const auto& e : evals) {
-      double total = 0;
-      int64_t count = 0;
-      for (size_t i = 0; i < e.windows.size(); i += static_cast<size_t>(o.batch)) {
-        const size_t n = std::min(e.windows.size() - i, static_cast<size_t>(o.batch));
-        host.resize(n * window);
-        sampler.fill_val(std::span(e.windows).subspan(i, n), host);
-        total += window_loss(*model, host, static_cast<int64_t>(n), window, o.bf16).item<double>() *
-                 static_cast<double>(n);
-        count += static_cast<int64_t>(n);
-      }
-      const double loss = total / static_cast<double>(count);
-      sum += loss;
-      record[e.name] = loss;
-      line += fmt::format(" {} {:.4f}", e.name, loss);
-    }
-    const double mean = evals.empty() ? 0.0 : sum / static_cast<double>(evals.size());
-    record["mean"] = mean;
-    line += fmt::format(" | mean {:.4f}", mean);
-    log.line(line);
-    log.metrics(record);
-    result.val_losses.push_back(mean);
-    model->train();
-  };
-
-  const double run_start = now_seconds();
-  double train_seconds = 0;  // this invocation, excluding eval/checkpoint
-  auto state_json = [&]() {
-    return json{{"step", step},
-                {"seed", o.seed},
-                {"tokens_seen", tokens_seen},
-                {"elapsed_seconds", elapsed_before + train_seconds},
-                {"data", o.data.string()},
-                {"mix", format_mixture(mixture)},
-                {"tokenizer_dir", corpus.tokenizer_dir().string()},
-                {"bos_id", -1},
-                {"eos_id", corpus.eos_id()},
-                {"pad_id", corpus.pad_id()},
-                {"mask_id", corpus.mask_id()},
-                {"options", options_to_json(o)}};
-  };
-  auto save = [&]() {
-    const double t0 = now_seconds();
-    save_checkpoint(o.out, *model, optimizer, state_json());
-    log.print("checkpoint at step {} ({:.1f} s)", step, now_seconds() - t0);
-  };
-
-  std::vector<int32_t> host(static_cast<size_t>(o.batch * window));  // [batch, seq_len + 1]
-  ProgressInterval interval;
-  double interval_loss = 0;
-  int64_t last_saved = step;
-  int64_t steps_here = 0;
-  while (step < o.steps) {
-    if (signals.should_stop(step, steps_here, o.stop_after, log)) {
-      result.interrupted = true;
-      break;
-    }
-    const double t0 = now_seconds();
-    const int64_t this_step = step + 1;
-    double loss_sum = 0;
-    for (int64_t micro = 0; micro < o.grad_accum; ++micro) {
-      sampler.fill(this_step, micro * o.batch, o.batch, host);
-      auto loss = window_loss(*model, host, o.batch, window, o.bf16);
-      (o.grad_accum > 1 ? loss / static_cast<double>(o.grad_accum) : loss).backward();
-      loss_sum += loss.item<double>();
-    }
-    const double grad_norm = optimizer.clip_grad_norm(o.grad_clip);
-    const double lr = schedule.lr_at(this_step);
-    optimizer.step(lr);
-    optimizer.zero_grad();
-    step = this_step;
-    ++steps_here;
-    tokens_seen += tokens_per_step;
-    const double loss = loss_sum / static_cast<double>(o.grad_accum);
-    DSPARK_CHECK(std::isfinite(loss), "step {}: loss is {}; stopping (last checkpoint at step {})", step, loss,
-                 last_saved);
-    result.losses.push_back(loss);
-    result.last_step = step;
-    const double dt = now_seconds() - t0;
-    train_seconds += dt;
-    interval.add(tokens_per_step, dt);
-    interval_loss += loss;
-
-    if (step % o.log_every == 0 || step == o.steps) {
-      const double tps = interval.tokens_per_second();
-      const double eta = interval.eta_seconds(o.steps - step);
-      const double mean_loss = interval_loss / static_cast<double>(interval.steps);
-      log.print("step {}/{} loss {:.4f} lr {:.2e} gnorm {:.3f} tok/s {:.0f} elapsed {} eta {}", step, o.steps,
-                mean_loss, lr, grad_norm, tps, format_duration(elapsed_before + train_seconds),
-                format_duration(eta));
-      log.metrics({{"type", "train"}, {"step", step}, {"loss", mean_loss}, {"lr", lr}, {"grad_norm", grad_norm},
-                   {"tokens_per_second", tps}, {"tokens_seen", tokens_seen},
-                   {"elapsed_seconds", elapsed_before + train_seconds}});
-      interval.reset();
-      interval_loss = 0;
-    }
-    if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) evaluate();
-    if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) {
-      save();
-      last_saved = step;
-    }
-  }
-  if (step >= o.steps && !evals.empty() && steps_here > 0) evaluate();
-  if (steps_here > 0 || checkpoint.empty()) save();
-  if (step >= o.steps && o.export_at_end) {
-    ExportOptions ex;
-    ex.tokenizer_dir = corpus.tokenizer_dir();
-    if (!fs::exists(ex.tokenizer_dir / "tokenizer.json")) {
-      log.print("warning: {} has no tokenizer.json; exporting without tokenizer files", ex.tokenizer_dir.string());
-      ex.tokenizer_dir.clear();
-    }
-    ex.bos_id = -1;
-    ex.eos_id = corpus.eos_id();
-    ex.pad_id = corpus.pad_id();
-    export_hf(*model, o.out / "hf", ex);
-    log.print("exported {}", (o.out / "hf").string());
-  }
-  result.tokens_per_second =
-      train_seconds > 0 ? static_cast<double>(steps_here * tokens_per_step) / train_seconds : 0.0;
-  log.print("done: step {}/{} in {} ({:.0f} tok/s this run, {} total)", step, o.steps,
-            format_duration(now_seconds() - run_start), result.tokens_per_second,
-            format_duration(elapsed_before + train_seconds));
-  return result;
+  Pretrainer pretrainer(o);
+  return pretrainer.run();
 }
 
 }  // namespace dspark::train

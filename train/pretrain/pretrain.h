@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "train/step_loop.h"
+
 namespace CLI {
 class App;
 }
@@ -65,13 +67,10 @@ struct PretrainOptions {
   void validate() const;  // throws naming the offending option
 };
 
-struct PretrainResult {
-  int64_t first_step = 0;        // first step run by this invocation (1-based)
-  int64_t last_step = 0;         // last step completed (0 when none)
-  std::vector<double> losses;    // training loss of each step run here, in order
+// first_step, last_step, losses (per step run here), interrupted, tokens_per_second: see
+// StepLoopResult.
+struct PretrainResult : StepLoopResult {
   std::vector<double> val_losses;  // mean validation loss of each eval run here
-  bool interrupted = false;      // stopped by a signal or stop_after before `steps`
-  double tokens_per_second = 0;  // training throughput of this invocation
 };
 
 PretrainResult run_pretrain(const PretrainOptions& options);
