@@ -1,7 +1,9 @@
 // Regen data on disk: a corrupt line or record is skipped and counted, never fatal; a
 // truncated last line (a killed writer) is ignored without being counted; the answer's
-// sampling temperature round-trips and may be absent (older files).
+// sampling temperature round-trips and may be absent (older files); the held-out sequences a
+// training run keeps span every file, not just the first.
 #include "train/draft/regen_records.h"
+#include "train/draft/regen_split.h"
 
 #include <unistd.h>
 
@@ -84,6 +86,43 @@ TEST(RegenRecords, TheAnswersTemperatureRoundTripsAndMayBeAbsent) {
   EXPECT_THROW(regen_record_from_json(R"({"id": "a", "prompt_ids": [1], "completion_ids": [2], "temperature": "hot"})",
                                       "x"),
                Error);
+}
+
+TEST(RegenSplit, TheKeptHeldOutSequencesSpanEveryFileAndSource) {
+  const fs::path dir = fs::temp_directory_path() / ("dspark_regen_split_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    // The same prompts answered twice, greedy then sampled, as `dspark-train regen` writes them.
+    std::ofstream greedy(dir / "regen_greedy.jsonl"), sampled(dir / "regen_t1.jsonl");
+    for (const std::string source : {"gsm8k", "mbpp"}) {
+      for (int i = 0; i < 40; ++i) {
+        RegenRecord r = record(source + ":" + std::to_string(i), {source == "mbpp" ? 1 : 0, i}, {3, 4, 5});
+        r.source = source;
+        r.temperature = 0.0f;
+        greedy << regen_record_to_json(r) << "\n";
+        r.temperature = 1.0f;
+        sampled << regen_record_to_json(r) << "\n";
+      }
+    }
+  }
+  const RegenSplit all = split_regen_data(dir, RegenSplitOptions{0, -1, 0.5, 512, 1000}, "test");
+  ASSERT_GE(all.val.size(), 8u);
+  const RegenSplit s = split_regen_data(dir, RegenSplitOptions{0, -1, 0.5, 512, 8}, "test");
+  ASSERT_EQ(s.val.size(), 8u);
+  int sampled = 0;
+  for (const DraftSequence& q : s.val) sampled += q.sampled ? 1 : 0;
+  EXPECT_EQ(sampled, 4) << "half the held-out answers are sampled, so half the kept ones are";
+  // Evenly spaced: the first kept is the first held-out, and the kept ones are a subset in order.
+  EXPECT_EQ(s.val.front().tokens, all.val.front().tokens);
+  EXPECT_FALSE(s.val.front().sampled);
+  EXPECT_TRUE(s.val.back().sampled);
+  int mbpp = 0;
+  for (const DraftSequence& q : s.val) mbpp += q.tokens[0] == 1 ? 1 : 0;
+  EXPECT_GE(mbpp, 2) << "both sources of both files are kept";
+  EXPECT_LE(mbpp, 6) << "both sources of both files are kept";
+  EXPECT_FALSE(s.train.empty());
+  fs::remove_all(dir);
 }
 
 }  // namespace

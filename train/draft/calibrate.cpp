@@ -11,6 +11,7 @@
 #include "train/draft/draft_eval.h"
 #include "train/draft/drafter.h"
 #include "train/draft/drafter_io.h"
+#include "train/draft/regen_split.h"
 #include "train/model/hf_weights.h"
 #include "train/model/transformer.h"
 
@@ -69,8 +70,7 @@ CalibrateResult run_calibration(const CalibrateOptions& o) {
     std::erase_if(records, [&](const RegenRecord& r) { return r.temperature >= 0 && (r.temperature > 0) != sampled; });
     auto seqs = make_draft_sequences(records, /*held_out=*/true, o.val_fraction,
                                      static_cast<int32_t>(target->config().eos_token_id), o.max_len);
-    if (o.max_sequences > 0 && static_cast<int64_t>(seqs.size()) > o.max_sequences)
-      seqs.resize(static_cast<size_t>(o.max_sequences));
+    if (o.max_sequences > 0) seqs = evenly_spaced(std::move(seqs), o.max_sequences);
     DSPARK_CHECK(!seqs.empty(), "calibrate: no held-out {} answer in {} (val_fraction {})",
                  sampled ? "sampled" : "greedy", path.string(), o.val_fraction);
     return evaluate_drafter(*target, *drafter, seqs, eval);

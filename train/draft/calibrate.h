@@ -37,7 +37,7 @@ struct CalibrateOptions {
   std::filesystem::path sampled_data;  // the sampled fit's records instead (empty: data)
   double val_fraction = 0.05;     // held-out split (match the training run)
   int64_t max_len = 512;
-  int64_t max_sequences = 0;      // 0: every held-out sequence
+  int64_t max_sequences = 0;      // held-out sequences, evenly spaced over the split (0: all)
   int64_t anchors = 64;           // blocks per sequence
   StsOptions sts;                 // bins (20), grid
   bool bf16 = true;

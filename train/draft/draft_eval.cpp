@@ -28,7 +28,7 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
   r.confidence.num_drafts = d;
   r.confidence_sampled.num_drafts = d;
   std::vector<double> survived(d, 0.0), alpha_sum(d, 0.0);
-  double accepted_sum = 0, tau_expected_sum = 0, ce_sum = 0;
+  double accepted_sum = 0, tau_expected_sum = 0, tau_expected_sampled_sum = 0, ce_sum = 0;
   int64_t ce_count = 0;
   const std::vector<int64_t> layers = drafter.capture_layers();
 
@@ -113,6 +113,10 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
         }
       }
       tau_expected_sum += 1.0 + expected;
+      if (rows[static_cast<size_t>(blk / x.size(1))]->sampled) {
+        tau_expected_sampled_sum += 1.0 + expected;
+        ++r.num_sampled_blocks;
+      }
       int64_t accepted = 0;
       bool determinable = true;
       for (int64_t j = 0; j < d; ++j) {
@@ -139,6 +143,9 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
   const double ng = static_cast<double>(std::max<int64_t>(r.num_greedy_blocks, 1));
   r.tau_greedy = 1.0 + accepted_sum / ng;
   r.tau_expected = r.num_blocks > 0 ? tau_expected_sum / nb : 1.0;
+  if (r.num_sampled_blocks > 0) {
+    r.tau_expected_sampled = tau_expected_sampled_sum / static_cast<double>(r.num_sampled_blocks);
+  }
   r.ce = ce_count > 0 ? ce_sum / static_cast<double>(ce_count) : 0.0;
   for (int64_t j = 0; j < d; ++j) {
     r.accept_greedy.push_back(survived[j] / ng);

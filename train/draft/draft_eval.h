@@ -17,7 +17,9 @@
 //   acceptance); accept_conditional[j] = that / fraction with 1..j−1 accepted.
 // Probabilistic (sampled verification at temperature 1, teacher forced):
 //   α_j = 1 − ½‖q_j − p_j‖₁ with q_j the teacher-forced draft distribution (prev = t);
-//   tau_expected = 1 + mean Σ_j ∏_{i≤j} α_i (the reference's tau_probabilistic).
+//   tau_expected = 1 + mean Σ_j ∏_{i≤j} α_i (the reference's tau_probabilistic);
+//   tau_expected_sampled the same over the blocks of sampled answers only: the contexts a
+//   temperature-1 request drafts in (greedy answers' contexts are far more predictable).
 // Confidence data (DSpark with a confidence head), for greedy verification: z_1..z_D and the
 // outcome s_j of every determinable block, as the engine would compute them (drafted
 // previous tokens); for sampled verification at temperature 1: z_j teacher forced (previous
@@ -46,8 +48,10 @@ struct DraftEvalResult {
   int64_t num_sequences = 0;
   int64_t num_blocks = 0;              // full blocks evaluated
   int64_t num_greedy_blocks = 0;       // of which greedy-determinable
+  int64_t num_sampled_blocks = 0;      // of which in sampled answers (DraftSequence::sampled)
   double tau_greedy = 0;
   double tau_expected = 0;
+  double tau_expected_sampled = 0;     // 0 when no held-out answer was sampled
   std::vector<double> accept_greedy;       // [D]
   std::vector<double> accept_conditional;  // [D]
   std::vector<double> alpha;               // [D] mean α_j

@@ -258,12 +258,13 @@ void DraftTrainer::evaluate(const RunPosition& at) {
   const double t0 = now_seconds();
   const DraftEvalResult e = evaluate_drafter(*target_, *drafter_, val_seqs_, eo);
   drafter_->train();
-  log_.print("eval step {}: tau greedy {:.3f} expected {:.3f} | ce {:.4f} | {} blocks ({} greedy) | accept {} | "
-             "alpha {} ({:.1f} s)",
-             at.step, e.tau_greedy, e.tau_expected, e.ce, e.num_blocks, e.num_greedy_blocks,
-             format_rates(e.accept_greedy), format_rates(e.alpha), now_seconds() - t0);
+  log_.print("eval step {}: tau greedy {:.3f} expected {:.3f} (sampled answers {:.3f}) | ce {:.4f} | {} blocks "
+             "({} greedy, {} in sampled answers) | accept {} | alpha {} ({:.1f} s)",
+             at.step, e.tau_greedy, e.tau_expected, e.tau_expected_sampled, e.ce, e.num_blocks, e.num_greedy_blocks,
+             e.num_sampled_blocks, format_rates(e.accept_greedy), format_rates(e.alpha), now_seconds() - t0);
   log_.metrics({{"type", "eval"}, {"step", at.step}, {"tau_greedy", e.tau_greedy}, {"tau_expected", e.tau_expected},
-                {"ce", e.ce}, {"blocks", e.num_blocks}, {"greedy_blocks", e.num_greedy_blocks},
+                {"tau_expected_sampled", e.tau_expected_sampled}, {"ce", e.ce}, {"blocks", e.num_blocks},
+                {"greedy_blocks", e.num_greedy_blocks}, {"sampled_blocks", e.num_sampled_blocks},
                 {"accept_greedy", e.accept_greedy}, {"accept_conditional", e.accept_conditional},
                 {"alpha", e.alpha}});
   result_.val_tau_greedy.push_back(e.tau_greedy);

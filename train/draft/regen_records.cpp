@@ -141,6 +141,7 @@ std::vector<DraftSequence> make_draft_sequences(const std::vector<RegenRecord>& 
     DraftSequence s;
     s.tokens = r.prompt_ids;
     s.prompt_len = static_cast<int32_t>(r.prompt_ids.size());
+    s.sampled = r.temperature > 0.0f;
     s.tokens.insert(s.tokens.end(), r.completion_ids.begin(), r.completion_ids.end());
     if (r.finish_reason == "eos" && eos_id >= 0) s.tokens.push_back(eos_id);
     if (static_cast<int64_t>(s.tokens.size()) > max_len) s.tokens.resize(static_cast<size_t>(max_len));

@@ -64,6 +64,7 @@ bool is_held_out(const std::string& id, double val_fraction);
 struct DraftSequence {
   std::vector<int32_t> tokens;  // [length]
   int32_t prompt_len = 0;       // tokens[0, prompt_len) are the prompt
+  bool sampled = false;         // the answer was sampled (temperature > 0), not greedy
 };
 
 // Records -> sequences of one split (held_out or not); sequences with fewer than two

@@ -17,7 +17,7 @@ struct RegenSplitOptions {
   int32_t eos_id = -1;            // appended to answers that ended with it
   double val_fraction = 0.05;     // held-out records (by id hash)
   int64_t max_len = 512;          // sequence cap (tokens)
-  int64_t max_val_sequences = 64; // held-out sequences kept, at most
+  int64_t max_val_sequences = 64; // held-out sequences kept, at most, evenly spaced over the split
 };
 
 struct RegenSplit {
@@ -27,6 +27,13 @@ struct RegenSplit {
   RegenReadReport read_report;    // what reading skipped (summary() for the run's log)
 };
 
+// At most n of the sequences, those at indices floor(i * size / n), i < n: spread over the
+// whole list (so over every file and source of file-ordered data), the same on every run.
+std::vector<DraftSequence> evenly_spaced(std::vector<DraftSequence> all, int64_t n);
+
+// The held-out sequences kept are evenly spaced over all held-out records in file order,
+// so every file (greedy and sampled answers) and source is represented in proportion,
+// not just the first file's first prompts.
 // Throws naming `command` and the data when no training sequence is left.
 RegenSplit split_regen_data(const std::filesystem::path& data, const RegenSplitOptions& options,
                             const std::string& command);
