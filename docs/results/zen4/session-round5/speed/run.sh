@@ -1,12 +1,14 @@
 #!/bin/bash
 # Speedup over plain decoding, side by side: dspark eval (adaptive, --reprofile, 20 prompts per
 # file, 128 tokens, 2 threads) with round 5 and round 4 alternately, then scripts/demo x3 with
-# round 5. Background jobs are paused (SIGSTOP) meanwhile.
-cd /work/main
-OUT=/work/runs/r17/speed
+# round 5. Background jobs are paused (SIGSTOP) meanwhile. ROUND4 / ROUND5: drafter directories
+# (round 4 is the models/tiny-target-dspark of commit d43a6a9).
+cd "$(dirname "$0")/../../../../.."  # the repository root
+OUT=${OUT:-/tmp/dspark-speed}; mkdir -p $OUT
+ROUND5=${ROUND5:-models/tiny-target-dspark}; ROUND4=${ROUND4:?set ROUND4 to round 4's drafter directory}
 P=$(pgrep -f 'dspark-eval-bin|engine_eval_prompts_lossless_test' | tr '\n' ' '); [ -n "$P" ] && kill -STOP $P; sleep 1
 for i in 1 2; do
-  for NP in round5=/work/runs/r17/round5-shipped round4=/work/runs/r17/round4-shipped; do
+  for NP in round5=$ROUND5 round4=$ROUND4; do
     name=${NP%%=*}; S=${NP#*=}
     build/src/cli/dspark eval --model models/tiny-target --speculator $S --reprofile --temperature 0 \
       --max-tokens 128 --threads 2 --limit 20 \
@@ -17,7 +19,7 @@ for i in 1 2; do
   done
 done
 for i in 1 2 3; do
-  SPECULATOR=/work/runs/r17/round5-shipped bash scripts/demo > $OUT/demo_r$i.txt 2>&1
+  SPECULATOR=$ROUND5 bash scripts/demo > $OUT/demo_r$i.txt 2>&1
   echo "done demo r$i $(date +%T): $(grep -i 'speedup' $OUT/demo_r$i.txt | tail -1)"
 done
 [ -n "$P" ] && kill -CONT $P
