@@ -4,9 +4,11 @@
 
 #include <fstream>
 #include <memory>
+#include <string>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -258,15 +260,19 @@ void DraftTrainer::evaluate(const RunPosition& at) {
   const double t0 = now_seconds();
   const DraftEvalResult e = evaluate_drafter(*target_, *drafter_, val_seqs_, eo);
   drafter_->train();
-  log_.print("eval step {}: tau greedy {:.3f} expected {:.3f} (sampled answers {:.3f}) | ce {:.4f} | {} blocks "
+  // Records written before regen stored the answer's temperature count as neither kind.
+  const std::string sampled = e.num_sampled_blocks > 0 ? fmt::format("{:.3f}", e.tau_expected_sampled)
+                                                       : std::string("n/a: no record gives its temperature");
+  log_.print("eval step {}: tau greedy {:.3f} expected {:.3f} (sampled answers {}) | ce {:.4f} | {} blocks "
              "({} greedy, {} in sampled answers) | accept {} | alpha {} ({:.1f} s)",
-             at.step, e.tau_greedy, e.tau_expected, e.tau_expected_sampled, e.ce, e.num_blocks, e.num_greedy_blocks,
+             at.step, e.tau_greedy, e.tau_expected, sampled, e.ce, e.num_blocks, e.num_greedy_blocks,
              e.num_sampled_blocks, format_rates(e.accept_greedy), format_rates(e.alpha), now_seconds() - t0);
-  log_.metrics({{"type", "eval"}, {"step", at.step}, {"tau_greedy", e.tau_greedy}, {"tau_expected", e.tau_expected},
-                {"tau_expected_sampled", e.tau_expected_sampled}, {"ce", e.ce}, {"blocks", e.num_blocks},
-                {"greedy_blocks", e.num_greedy_blocks}, {"sampled_blocks", e.num_sampled_blocks},
-                {"accept_greedy", e.accept_greedy}, {"accept_conditional", e.accept_conditional},
-                {"alpha", e.alpha}});
+  json metrics = {{"type", "eval"}, {"step", at.step}, {"tau_greedy", e.tau_greedy}, {"tau_expected", e.tau_expected},
+                  {"ce", e.ce}, {"blocks", e.num_blocks}, {"greedy_blocks", e.num_greedy_blocks},
+                  {"sampled_blocks", e.num_sampled_blocks}, {"accept_greedy", e.accept_greedy},
+                  {"accept_conditional", e.accept_conditional}, {"alpha", e.alpha}};
+  if (e.num_sampled_blocks > 0) metrics["tau_expected_sampled"] = e.tau_expected_sampled;
+  log_.metrics(metrics);
   result_.val_tau_greedy.push_back(e.tau_greedy);
   result_.val_tau_expected.push_back(e.tau_expected);
 }
