@@ -2,7 +2,7 @@
 // 1 token (plain decode) and 9 tokens (anchor + 8 drafts, a verification step), with a
 // KV history of 128 positions, for each matmul path this CPU has: bf16 weights under the
 // ISA caps avx2 (fma256), avx512 (fma512) and the best level (what `auto` picks), int8
-// weights (vnni512, and avx2), and f32 (oneDNN). Alongside, the machine's read bandwidth is measured in the
+// weights (vnni512, and avx2), and f32 (the packed f32 kernels). Alongside, the machine's read bandwidth is measured in the
 // same run, so the roofline fraction (weight bytes / bandwidth vs step time) compares
 // like with like on a noisy machine.
 //
@@ -87,7 +87,7 @@ const Path kPaths[] = {
     {"bf16 avx2", DType::kBF16, Isa::kAvx2, WeightQuantization::kNone},
     {"bf16 avx512", DType::kBF16, Isa::kAvx512, WeightQuantization::kNone},
     {"int8 vnni", DType::kBF16, Isa::kVnni, WeightQuantization::kInt8},
-    {"f32 onednn", DType::kF32, best_isa(), WeightQuantization::kNone},
+    {"f32 packed", DType::kF32, best_isa(), WeightQuantization::kNone},
     {"int8 avx2", DType::kBF16, Isa::kAvx2, WeightQuantization::kInt8},
 };
 

@@ -10,6 +10,7 @@
 #include "core/aligned_buffer.h"
 #include "core/check.h"
 #include "kernels/packed_bf16_gemm.h"
+#include "kernels/packed_f32_gemm.h"
 #include "kernels/packed_int8_gemm.h"
 #include "kernels/simd.h"
 
@@ -41,7 +42,16 @@ bool onednn_may_use_amx() {
 LinearBackend resolve(LinearBackend backend, DType compute, WeightQuantization quantization) {
   if (backend != LinearBackend::kAuto) return backend;
   if (quantization == WeightQuantization::kInt8) return LinearBackend::kPackedInt8;
-  return compute == DType::kBF16 ? LinearBackend::kPackedBf16 : LinearBackend::kOneDnn;
+  return compute == DType::kBF16 ? LinearBackend::kPackedBf16 : LinearBackend::kPackedF32;
+}
+
+// oneDNN's matmul is batch invariant (and has bf16) only on its AVX-512 kernels: below
+// that, its f32 gemm:jit takes another path at M = 1 (measured on an AVX2-only EPYC).
+bool onednn_batch_invariant() {
+  cpu_engine();
+  const auto isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
+         isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
 }
 
 // Executes through the C API with a fixed argument array: the C++ execute() builds an
@@ -86,9 +96,10 @@ struct Linear::Impl {
   AlignedBuffer bias_values;           // [out]
   AlignedBuffer scratchpad;            // largest scratchpad of the primitives made so far
 
-  // kPackedBf16, kPackedInt8 ----------------------------------------------------------
+  // kPackedBf16, kPackedInt8, kPackedF32 -----------------------------------------------
   std::optional<PackedBf16Gemm> packed_bf16;
   std::optional<PackedInt8Gemm> packed_int8;
+  std::optional<PackedF32Gemm> packed_f32;
 
   // kOneDnn bf16: x rounded to bf16, [max_rows, in].
   AlignedBuffer x_bf16;
@@ -112,6 +123,10 @@ struct Linear::Impl {
     }
     if (source.packed_int8) {
       packed_int8.emplace(*source.packed_int8, max_rows);
+      return;
+    }
+    if (source.packed_f32) {
+      packed_f32.emplace(*source.packed_f32, max_rows);
       return;
     }
     // oneDNN: memory objects are reference-counted handles, so copying them shares the
@@ -158,7 +173,15 @@ struct Linear::Impl {
       packed_bf16.emplace(weight.data(), out, in, bias, options.max_rows);
       return;
     }
+    if (options.backend == LinearBackend::kPackedF32) {
+      DSPARK_CHECK(options.compute == DType::kF32, "Linear: backend kPackedF32 needs compute = f32");
+      packed_f32.emplace(weight.data(), out, in, bias, options.max_rows);
+      return;
+    }
 
+    DSPARK_CHECK(onednn_batch_invariant(),
+                 "Linear: oneDNN's matmul on this CPU (no AVX-512) is not batch invariant{}; use the packed "
+                 "kernels (LinearBackend::kAuto)", options.compute == DType::kBF16 ? " and has no bf16" : "");
     auto& engine = cpu_engine();
     DSPARK_CHECK(options.compute != DType::kBF16 || !onednn_may_use_amx(),
                  "Linear: oneDNN may use AMX in this process (its ISA cap was set too late or "
@@ -258,7 +281,7 @@ struct Linear::Impl {
   void prepare(int64_t rows) {
     DSPARK_CHECK(rows >= 1 && rows <= options.max_rows, "Linear: num_rows {} outside [1, {}]", rows,
                  options.max_rows);
-    if (packed_bf16 || packed_int8 || by_rows[static_cast<size_t>(rows)].prim) return;
+    if (packed_bf16 || packed_int8 || packed_f32 || by_rows[static_cast<size_t>(rows)].prim) return;
     make_primitive(rows, primitive_desc(rows));
   }
 
@@ -267,6 +290,7 @@ struct Linear::Impl {
                  options.max_rows);
     if (packed_bf16) return packed_bf16->multiply(x, y, rows);
     if (packed_int8) return packed_int8->multiply(x, y, rows);
+    if (packed_f32) return packed_f32->multiply(x, y, rows);
     if (options.compute == DType::kBF16) simd::f32_to_bf16(x, x_bf16.as<uint16_t>(), rows * in);
     RowsPrimitive& entry = by_rows[static_cast<size_t>(rows)];
     if (!entry.prim) make_primitive(rows, primitive_desc(rows));
@@ -310,6 +334,7 @@ LinearBackend Linear::backend() const { return impl_->options.backend; }
 size_t Linear::weight_bytes() const {
   if (impl_->packed_bf16) return impl_->packed_bf16->weight_bytes();
   if (impl_->packed_int8) return impl_->packed_int8->weight_bytes();
+  if (impl_->packed_f32) return impl_->packed_f32->weight_bytes();
   return impl_->packed[0].desc.get_size();
 }
 
@@ -317,6 +342,7 @@ bool Linear::shares_weights_with(const Linear& other) const {
   auto data = [](const Impl& i) -> const void* {
     if (i.packed_bf16) return i.packed_bf16->weights_data();
     if (i.packed_int8) return i.packed_int8->weights_data();
+    if (i.packed_f32) return i.packed_f32->weights_data();
     return i.packed[0].mem.get_data_handle();
   };
   return data(*impl_) == data(*other.impl_);
@@ -325,7 +351,19 @@ bool Linear::shares_weights_with(const Linear& other) const {
 std::string Linear::kernel_name() const {
   if (impl_->packed_bf16) return std::string(bf16_kernel_name(impl_->packed_bf16->kernel()));
   if (impl_->packed_int8) return std::string(int8_kernel_name(impl_->packed_int8->kernel()));
+  if (impl_->packed_f32) return std::string(f32_kernel_name(impl_->packed_f32->kernel()));
   return "onednn";
+}
+
+bool linear_backend_supported(LinearBackend backend, DType compute) {
+  switch (backend) {
+    case LinearBackend::kAuto: return true;
+    case LinearBackend::kOneDnn: return onednn_batch_invariant();
+    case LinearBackend::kPackedBf16: return compute == DType::kBF16;
+    case LinearBackend::kPackedF32: return compute == DType::kF32;
+    case LinearBackend::kPackedInt8: return true;
+  }
+  return false;
 }
 
 std::string_view quantization_name(WeightQuantization q) {

@@ -1,6 +1,6 @@
 // Linear: y[M, out] = x[M, in] · Wᵀ (+ bias), with W given as [out, in] row-major (the
 // PyTorch / Hugging Face layout). Weights are converted to the compute dtype and
-// pre-packed by oneDNN once, at construction; forward never allocates.
+// pre-packed once, at construction; forward never allocates.
 //
 // Contract (tested): row r of y depends only on row r of x, bit for bit, whatever M is
 // (1 .. max_rows) — the batch invariance that lossless speculative decoding relies on.
@@ -18,12 +18,16 @@
 //    construction (per row and 32 columns), x per row and 32 columns on the fly, integer
 //    dot products (VNNI or AVX2, the same bits; kernels/packed_int8_gemm.h). Row r is exact integer work plus a fixed
 //    f32 order, so it never depends on M either; compute is ignored.
-//  - kOneDnn (what kAuto picks for f32): oneDNN matmul, one primitive per row count made
+//  - kPackedF32 (what kAuto picks for f32): the f32 sibling of kPackedBf16 (AVX2 / AVX-512
+//    FMA chains over k in order; kernels/packed_f32_gemm.h), batch invariant on every CPU.
+//  - kOneDnn (on request only): oneDNN matmul, one primitive per row count made
 //    on first use (or by prepare()), weights packed once in the layout oneDNN picks. For
 //    bf16, oneDNN's AMX kernels are not batch invariant (measured: they differ between
 //    M = 1 and M >= 2 for small shapes, across M at K = 8192, and between 1 and 2 threads),
 //    so the process caps oneDNN at AVX-512 BF16 before its first primitive; a bf16 kOneDnn
-//    Linear throws if that cap could not be applied.
+//    Linear throws if that cap could not be applied. On a CPU without AVX-512, oneDNN's f32
+//    matmul (gemm:jit) differs between M = 1 and M > 1 and it has no bf16 matmul, so
+//    kOneDnn is refused there (linear_backend_supported).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +41,11 @@
 
 namespace dspark {
 
-enum class LinearBackend : uint8_t { kAuto, kOneDnn, kPackedBf16, kPackedInt8 };
+enum class LinearBackend : uint8_t { kAuto, kOneDnn, kPackedBf16, kPackedInt8, kPackedF32 };
+
+// Whether `backend` can run with `compute` on this CPU, batch invariant (kOneDnn needs
+// AVX-512: see above). kAuto always can.
+bool linear_backend_supported(LinearBackend backend, DType compute);
 
 // How weights are stored for the product: as the compute dtype, or int8 with scales.
 enum class WeightQuantization : uint8_t { kNone, kInt8 };
@@ -47,7 +55,7 @@ WeightQuantization parse_quantization(std::string_view name);  // throws on anyt
 struct LinearOptions {
   DType compute = DType::kBF16;                 // kBF16 or kF32
   int64_t max_rows = 512;                       // largest M forward will be called with
-  LinearBackend backend = LinearBackend::kAuto;  // kPackedBf16 needs compute = kBF16
+  LinearBackend backend = LinearBackend::kAuto;  // kPackedBf16 needs compute = kBF16, kPackedF32 kF32
   WeightQuantization quantization = WeightQuantization::kNone;  // kInt8: backend kPackedInt8
 };
 

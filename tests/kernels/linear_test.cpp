@@ -26,7 +26,14 @@ std::string name(const Config& c) {
   return std::string(dtype_name(c.compute)) + (c.backend == LinearBackend::kOneDnn ? "_onednn" : "_packed");
 }
 
-class LinearTest : public ::testing::TestWithParam<Config> {};
+// Skips a configuration this CPU cannot run batch invariant (oneDNN without AVX-512).
+class LinearTest : public ::testing::TestWithParam<Config> {
+ protected:
+  void SetUp() override {
+    if (!linear_backend_supported(GetParam().backend, GetParam().compute))
+      GTEST_SKIP() << "oneDNN's matmul is not batch invariant on this CPU";
+  }
+};
 
 // Tolerance, stated relative to the magnitude of the dot product sum_k |x_k w_k| + |b|:
 // f32 accumulation over K terms of exactly representable products (bf16) or rounded
@@ -170,13 +177,22 @@ TEST(Linear, SharedViewOfInt8Weights) {
 INSTANTIATE_TEST_SUITE_P(Configs, LinearTest,
                          ::testing::Values(Config{DType::kF32, LinearBackend::kOneDnn},
                                            Config{DType::kBF16, LinearBackend::kOneDnn},
-                                           Config{DType::kBF16, LinearBackend::kPackedBf16}),
+                                           Config{DType::kBF16, LinearBackend::kPackedBf16},
+                                           Config{DType::kF32, LinearBackend::kPackedF32}),
                          [](const auto& info) { return name(info.param); });
 
-TEST(Linear, AutoPicksPackedForBf16AndOneDnnForF32) {
+TEST(Linear, AutoPicksThePackedKernelsForBothDtypes) {
   const auto w = random_floats(6, 1);
   EXPECT_EQ(Linear(w, 2, 3, {}, {DType::kBF16, 4}).backend(), LinearBackend::kPackedBf16);
-  EXPECT_EQ(Linear(w, 2, 3, {}, {DType::kF32, 4}).backend(), LinearBackend::kOneDnn);
+  EXPECT_EQ(Linear(w, 2, 3, {}, {DType::kF32, 4}).backend(), LinearBackend::kPackedF32);
+}
+
+// Where oneDNN would not be batch invariant, asking for it is a clear error, not a wrong row.
+TEST(Linear, OneDnnIsRefusedWhereItIsNotBatchInvariant) {
+  if (linear_backend_supported(LinearBackend::kOneDnn, DType::kF32)) GTEST_SKIP() << "this CPU has AVX-512";
+  const auto w = random_floats(6, 1);
+  for (DType compute : {DType::kF32, DType::kBF16})
+    EXPECT_THROW(Linear(w, 2, 3, {}, {compute, 4, LinearBackend::kOneDnn}), Error);
 }
 
 TEST(Linear, RejectsBadConfiguration) {
@@ -186,6 +202,7 @@ TEST(Linear, RejectsBadConfiguration) {
   EXPECT_THROW(Linear(w, 2, 3, {}, {DType::kF16, 4}), Error);            // unsupported compute
   EXPECT_THROW(Linear(w, 2, 3, {}, {DType::kBF16, 0}), Error);           // max_rows 0
   EXPECT_THROW(Linear(w, 2, 3, {}, {DType::kF32, 4, LinearBackend::kPackedBf16}), Error);
+  EXPECT_THROW(Linear(w, 2, 3, {}, {DType::kBF16, 4, LinearBackend::kPackedF32}), Error);
 }
 
 }  // namespace

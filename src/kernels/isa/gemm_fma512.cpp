@@ -1,11 +1,12 @@
-// bf16 weights widened to f32 and multiplied with 512-bit FMA (AVX-512F). On CPUs whose
-// vdpbf16ps runs at half the f32 FMA rate this is the faster small-M kernel: widening a
-// 32-value weight vector costs two integer ops and feeds 2 x rows FMAs.
+// bf16 or f32 weights multiplied with 512-bit FMA (AVX-512F). For bf16 weights, on CPUs
+// whose vdpbf16ps runs at half the f32 FMA rate this is the faster small-M kernel: widening
+// a 32-value weight vector costs two integer ops and feeds 2 x rows FMAs.
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/f32_kernels.h"
 #include "kernels/isa/row_spans.h"
 #include "kernels/isa/tile_table.h"
 #include "kernels/simd.h"
@@ -17,14 +18,27 @@ constexpr int64_t kPrefetchChunks = 4;  // 4-16 KB ahead
 constexpr int kMaxRows = 5;  // 5 rows x 4 blocks = 20 accumulators + 8 widened weights (of 32 zmm)
 
 
+// The 16 even-k and 16 odd-k weights of one block's k-pair, from its 32 stored values: bf16
+// pairs interleaved per output (kernels/isa/bf16_kernels.h), or f32 evens then odds
+// (kernels/isa/f32_kernels.h).
+inline void load_pair(const uint16_t* p, __m512& even, __m512& odd) {
+  const __m512i v = _mm512_loadu_si512(p);
+  even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+inline void load_pair(const float* p, __m512& even, __m512& odd) {
+  even = _mm512_loadu_ps(p);
+  odd = _mm512_loadu_ps(p + kBf16Block);
+}
+
 // kRows x kBlocks outputs of one group over chunks [ch0, ch1). x: [kRows, ldx] f32; w: the
-// group's tiles at chunk 0 (chunk_stride bf16 between chunks); partial: [kRows][64] f32
+// group's tiles at chunk 0 (chunk_stride weights between chunks); partial: [kRows][64] f32
 // sums carried between spans (kernels/isa/row_spans.h); y row stride ldy; the last block
 // stores last_mask lanes. Per k-pair the kBlocks weight vectors are widened once and each
 // row's two broadcasts feed 2 x kBlocks FMAs (the broadcasts are loads: shared, they keep
 // the load ports below the FMA rate).
-template <int kRows, int kBlocks>
-void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t ch0, int64_t ch1,
+template <typename W, int kRows, int kBlocks>
+void tile(const float* x, int64_t ldx, const W* w, int64_t chunk_stride, int64_t ch0, int64_t ch1,
           int64_t num_chunks, float* partial, const float* bias, float* y, int64_t ldy, __mmask16 last_mask) {
   __m512 acc[kRows][kBlocks];
   #pragma GCC unroll 16
@@ -32,23 +46,19 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
     #pragma GCC unroll 16
     for (int b = 0; b < kBlocks; ++b)
       acc[r][b] = ch0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(partial + r * kBf16Group + b * kBf16Block);
-  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   for (int64_t ch = ch0; ch < ch1; ++ch) {
-    const uint16_t* wc = w + ch * chunk_stride;
+    const W* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
     // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead
     // (tiles of several rows only; at one row the hardware prefetcher keeps up).
     const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
     if constexpr (kRows > 1)
-      for (int64_t line = 0; line < kBlocks * kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+      for (int64_t line = 0; line < kBlocks * kBf16TileElems * int64_t{sizeof(W)}; line += 64)
+        _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       __m512 even[kBlocks], odd[kBlocks];
       #pragma GCC unroll 16
-      for (int b = 0; b < kBlocks; ++b) {
-        const __m512i v = _mm512_loadu_si512(wc + b * kBf16TileElems + i * 2 * kBf16Block);
-        even[b] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));  // k = 2i
-        odd[b] = _mm512_castsi512_ps(_mm512_and_si512(v, hi));     // k = 2i + 1
-      }
+      for (int b = 0; b < kBlocks; ++b) load_pair(wc + b * kBf16TileElems + i * 2 * kBf16Block, even[b], odd[b]);
       #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) {
         const __m512 xe = _mm512_set1_ps(xc[r * ldx + 2 * i]);
@@ -78,12 +88,13 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
   }
 }
 
-// The tile instantiations, for tile_for (kernels/isa/tile_table.h).
+// The tile instantiations for weights of type W, for tile_for (kernels/isa/tile_table.h).
+template <typename W>
 struct Tiles {
-  using Fn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, float*,
-                      const float*, float*, int64_t, __mmask16);
+  using Fn = void (*)(const float*, int64_t, const W*, int64_t, int64_t, int64_t, int64_t, float*, const float*,
+                      float*, int64_t, __mmask16);
   template <int kRows, int kBlocks>
-  static constexpr Fn run = tile<kRows, kBlocks>;
+  static constexpr Fn run = tile<W, kRows, kBlocks>;
 };
 
 // dst[0, n) = src[0, n) rounded to bf16, as f32.
@@ -94,26 +105,40 @@ void round_row(const float* src, float* dst, int64_t n) {
   }
 }
 
+// y = x · Wᵀ + bias over packed tiles of type W, x already prepared in scratch
+// ([rows, padded_in] f32).
+template <typename W>
+void gemm(const W* tiles, const float* bias, int64_t out, int64_t in, int64_t padded_in, int64_t num_groups,
+          const float* scratch, float* y, int64_t rows) {
+  const int64_t ldx = padded_in;
+  const int64_t num_chunks = padded_in / kBf16Chunk;
+  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;  // of every full group
+  const bool parallel = rows * out * in >= kParallelMinMacs;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t g = 0; g < num_groups; ++g) {
+    const int64_t blocks = bf16_blocks_in_group(g, out);
+    const W* wg = tiles + g * group_elems;
+    const int64_t col = g * kBf16Group;
+    const __mmask16 last_mask = simd::lanes(out - col - (blocks - 1) * kBf16Block);
+    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+      tile_for<Tiles<W>, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems,
+                                                                ch0, ch1, num_chunks, partial, bias + col,
+                                                                y + r * out + col, out, last_mask);
+    });
+  }
+}
+
 }  // namespace
 
 void bf16_gemm_fma512(const PackedBf16View& w, const float* x, float* scratch, float* y, int64_t rows) {
-  const int64_t ldx = w.padded_in;
-  for (int64_t r = 0; r < rows; ++r) round_row(x + r * w.in, scratch + r * ldx, w.in);
-  const int64_t num_chunks = w.padded_in / kBf16Chunk;
-  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;  // of every full group
-  const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t g = 0; g < w.num_groups; ++g) {
-    const int64_t blocks = bf16_blocks_in_group(g, w.out);
-    const uint16_t* wg = w.tiles + g * group_elems;
-    const int64_t col = g * kBf16Group;
-    const __mmask16 last_mask = simd::lanes(w.out - col - (blocks - 1) * kBf16Block);
-    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
-      tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems, ch0,
-                                                             ch1, num_chunks, partial, w.bias + col,
-                                                             y + r * w.out + col, w.out, last_mask);
-    });
-  }
+  for (int64_t r = 0; r < rows; ++r) round_row(x + r * w.in, scratch + r * w.padded_in, w.in);
+  gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, scratch, y, rows);
+}
+
+void f32_gemm_fma512(const PackedF32View& w, const float* x, float* scratch, float* y, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(scratch + r * w.padded_in, x + r * w.in, static_cast<size_t>(w.in) * sizeof(float));
+  gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, scratch, y, rows);
 }
 
 }  // namespace dspark::kernels

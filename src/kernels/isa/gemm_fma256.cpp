@@ -1,11 +1,12 @@
-// bf16 weights widened to f32 and multiplied with 256-bit FMA (AVX2): the kernel for CPUs
-// without AVX-512. A 16-output block is two 8-lane halves; each tile keeps rows x 2
-// accumulators (of 16 ymm registers).
+// bf16 or f32 weights multiplied with 256-bit FMA (AVX2): the kernel for CPUs without
+// AVX-512. A 16-output block is two 8-lane halves; each tile keeps rows x 2 accumulators
+// (of 16 ymm registers).
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/f32_kernels.h"
 #include "kernels/isa/row_spans.h"
 
 namespace dspark::kernels {
@@ -41,12 +42,25 @@ void round_row(const float* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = round_scalar(src[i]);
 }
 
+// The 8 even-k and 8 odd-k weights of half h (outputs 8h .. 8h + 7) of one block's k-pair,
+// from its 32 stored values: bf16 pairs interleaved per output (kernels/isa/bf16_kernels.h),
+// or f32 evens then odds (kernels/isa/f32_kernels.h).
+inline void load_half(const uint16_t* p, int h, __m256& even, __m256& odd) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + h * 16));
+  even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  odd = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+inline void load_half(const float* p, int h, __m256& even, __m256& odd) {
+  even = _mm256_loadu_ps(p + h * 8);
+  odd = _mm256_loadu_ps(p + kBf16Block + h * 8);
+}
+
 // kRows rows x one 16-output block over chunks [ch0, ch1). x: [kRows, ldx] f32; w: the
-// block's tile of chunk 0 (chunk_stride bf16 between chunks); partial: the block's 16 f32
+// block's tile of chunk 0 (chunk_stride weights between chunks); partial: the block's 16 f32
 // sums of row 0, rows kBf16Group apart, carried between spans (kernels/isa/row_spans.h);
 // y row stride ldy; `valid` outputs stored (1..16).
-template <int kRows>
-void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, int64_t ch0, int64_t ch1,
+template <typename W, int kRows>
+void tile(const float* x, int64_t ldx, const W* w, int64_t chunk_stride, int64_t ch0, int64_t ch1,
           int64_t num_chunks, float* partial, const float* bias, float* y, int64_t ldy, int64_t valid) {
   __m256 acc[kRows][2];
   #pragma GCC unroll 16
@@ -54,21 +68,20 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
     #pragma GCC unroll 16
     for (int h = 0; h < 2; ++h)
       acc[r][h] = ch0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps(partial + r * kBf16Group + h * 8);
-  const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   for (int64_t ch = ch0; ch < ch1; ++ch) {
-    const uint16_t* wc = w + ch * chunk_stride;
+    const W* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
     // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead
     // (tiles of several rows only; at one row the hardware prefetcher keeps up).
     const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
     if constexpr (kRows > 1)
-      for (int64_t line = 0; line < kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+      for (int64_t line = 0; line < kBf16TileElems * int64_t{sizeof(W)}; line += 64)
+        _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       #pragma GCC unroll 16
       for (int h = 0; h < 2; ++h) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wc + i * 2 * kBf16Block + h * 16));
-        const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-        const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(v, hi));
+        __m256 even, odd;
+        load_half(wc + i * 2 * kBf16Block, h, even, odd);
         #pragma GCC unroll 16
         for (int r = 0; r < kRows; ++r) {
           acc[r][h] = _mm256_fmadd_ps(_mm256_broadcast_ss(xc + r * ldx + 2 * i), even, acc[r][h]);
@@ -94,40 +107,56 @@ void tile(const float* x, int64_t ldx, const uint16_t* w, int64_t chunk_stride, 
   }
 }
 
-using TileFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, float*,
-                        const float*, float*, int64_t, int64_t);
+template <typename W>
+using TileFn = void (*)(const float*, int64_t, const W*, int64_t, int64_t, int64_t, int64_t, float*, const float*,
+                        float*, int64_t, int64_t);
 
-TileFn tile_fn(int64_t rows) {
+template <typename W>
+TileFn<W> tile_fn(int64_t rows) {
   switch (rows) {
-    case 1: return tile<1>;
-    case 2: return tile<2>;
-    case 3: return tile<3>;
-    case 4: return tile<4>;
-    default: return tile<5>;
+    case 1: return tile<W, 1>;
+    case 2: return tile<W, 2>;
+    case 3: return tile<W, 3>;
+    case 4: return tile<W, 4>;
+    default: return tile<W, 5>;
+  }
+}
+
+// y = x · Wᵀ + bias over packed tiles of type W, x already prepared in scratch
+// ([rows, padded_in] f32).
+template <typename W>
+void gemm(const W* tiles, const float* bias, int64_t out, int64_t in, int64_t padded_in, int64_t num_groups,
+          const float* scratch, float* y, int64_t rows) {
+  const int64_t ldx = padded_in;
+  const int64_t num_chunks = padded_in / kBf16Chunk;
+  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
+  const bool parallel = rows * out * in >= kParallelMinMacs;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t g = 0; g < num_groups; ++g) {
+    const int64_t blocks = bf16_blocks_in_group(g, out);
+    const W* wg = tiles + g * group_elems;
+    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t col = g * kBf16Group + b * kBf16Block;
+        const int64_t valid = out - col < kBf16Block ? out - col : kBf16Block;
+        tile_fn<W>(n)(scratch + r * ldx, ldx, wg + b * kBf16TileElems, blocks * kBf16TileElems, ch0, ch1, num_chunks,
+                      partial + b * kBf16Block, bias + col, y + r * out + col, out, valid);
+      }
+    });
   }
 }
 
 }  // namespace
 
 void bf16_gemm_fma256(const PackedBf16View& w, const float* x, float* scratch, float* y, int64_t rows) {
-  const int64_t ldx = w.padded_in;
-  for (int64_t r = 0; r < rows; ++r) round_row(x + r * w.in, scratch + r * ldx, w.in);
-  const int64_t num_chunks = w.padded_in / kBf16Chunk;
-  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
-  const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t g = 0; g < w.num_groups; ++g) {
-    const int64_t blocks = bf16_blocks_in_group(g, w.out);
-    const uint16_t* wg = w.tiles + g * group_elems;
-    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t col = g * kBf16Group + b * kBf16Block;
-        const int64_t valid = w.out - col < kBf16Block ? w.out - col : kBf16Block;
-        tile_fn(n)(scratch + r * ldx, ldx, wg + b * kBf16TileElems, blocks * kBf16TileElems, ch0, ch1, num_chunks,
-                   partial + b * kBf16Block, w.bias + col, y + r * w.out + col, w.out, valid);
-      }
-    });
-  }
+  for (int64_t r = 0; r < rows; ++r) round_row(x + r * w.in, scratch + r * w.padded_in, w.in);
+  gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, scratch, y, rows);
+}
+
+void f32_gemm_fma256(const PackedF32View& w, const float* x, float* scratch, float* y, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(scratch + r * w.padded_in, x + r * w.in, static_cast<size_t>(w.in) * sizeof(float));
+  gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, scratch, y, rows);
 }
 
 }  // namespace dspark::kernels

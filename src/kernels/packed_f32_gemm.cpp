@@ -1,0 +1,94 @@
+#include "kernels/packed_f32_gemm.h"
+
+#include <cstring>
+
+#include "core/check.h"
+#include "kernels/isa/f32_kernels.h"
+
+namespace dspark {
+namespace {
+
+using kernels::kBf16Block;
+using kernels::kBf16Chunk;
+using kernels::kBf16ChunkPairs;
+using kernels::kBf16Group;
+using kernels::kBf16TileElems;
+
+}  // namespace
+
+std::string_view f32_kernel_name(F32Kernel kernel) {
+  switch (kernel) {
+    case F32Kernel::kBest: return "best";
+    case F32Kernel::kFma256: return "fma256";
+    case F32Kernel::kFma512: return "fma512";
+  }
+  return "?";
+}
+
+Isa f32_kernel_isa(F32Kernel kernel) { return kernel == F32Kernel::kFma512 ? Isa::kAvx512 : Isa::kAvx2; }
+
+F32Kernel best_f32_kernel() { return isa_allowed(Isa::kAvx512) ? F32Kernel::kFma512 : F32Kernel::kFma256; }
+
+PackedF32Gemm::PackedF32Gemm(const float* weight, int64_t out_features, int64_t in_features,
+                             std::span<const float> bias, int64_t max_rows, F32Kernel kernel)
+    : out_(out_features),
+      in_(in_features),
+      padded_in_((in_features + kBf16Chunk - 1) / kBf16Chunk * kBf16Chunk),
+      num_groups_((out_features + kBf16Group - 1) / kBf16Group),
+      max_rows_(max_rows),
+      kernel_(kernel == F32Kernel::kBest ? best_f32_kernel() : kernel) {
+  DSPARK_CHECK(out_ > 0 && in_ > 0, "PackedF32Gemm: bad shape [{}, {}]", out_, in_);
+  DSPARK_CHECK(max_rows_ >= 1, "PackedF32Gemm: max_rows must be >= 1, got {}", max_rows_);
+  DSPARK_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == out_,
+               "PackedF32Gemm: bias has {} values, expected {}", bias.size(), out_);
+  DSPARK_CHECK(isa_allowed(f32_kernel_isa(kernel_)), "PackedF32Gemm: kernel {} needs ISA {} (active: {})",
+               f32_kernel_name(kernel_), isa_name(f32_kernel_isa(kernel_)), isa_name(active_isa()));
+  const int64_t num_chunks = padded_in_ / kBf16Chunk;
+  int64_t total = 0;  // f32 elements
+  for (int64_t g = 0; g < num_groups_; ++g) total += num_chunks * kernels::bf16_blocks_in_group(g, out_) * kBf16TileElems;
+  auto packed = std::make_shared<AlignedBuffer>(static_cast<size_t>(total) * sizeof(float));
+  float* dst = packed->as<float>();  // zero-initialised: padding outputs/columns stay 0
+  for (int64_t g = 0; g < num_groups_; ++g) {
+    const int64_t blocks = kernels::bf16_blocks_in_group(g, out_);
+    for (int64_t ch = 0; ch < num_chunks; ++ch)
+      for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t i = 0; i < kBf16ChunkPairs; ++i)
+          for (int64_t e = 0; e < 2; ++e)
+            for (int64_t lane = 0; lane < kBf16Block; ++lane) {
+              const int64_t n = g * kBf16Group + b * kBf16Block + lane;
+              const int64_t k = ch * kBf16Chunk + 2 * i + e;
+              if (n < out_ && k < in_)
+                dst[((ch * blocks + b) * kBf16ChunkPairs + i) * 2 * kBf16Block + e * kBf16Block + lane] =
+                    weight[n * in_ + k];
+            }
+    dst += num_chunks * blocks * kBf16TileElems;
+  }
+  packed_ = std::move(packed);
+  auto padded_bias = std::make_shared<AlignedBuffer>(static_cast<size_t>(num_groups_ * kBf16Group) * sizeof(float));
+  if (!bias.empty()) std::memcpy(padded_bias->data(), bias.data(), bias.size() * sizeof(float));
+  bias_ = std::move(padded_bias);
+  scratch_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_) * sizeof(float));
+}
+
+PackedF32Gemm::PackedF32Gemm(const PackedF32Gemm& source, int64_t max_rows)
+    : out_(source.out_),
+      in_(source.in_),
+      padded_in_(source.padded_in_),
+      num_groups_(source.num_groups_),
+      max_rows_(max_rows),
+      kernel_(source.kernel_),
+      packed_(source.packed_),
+      bias_(source.bias_) {
+  DSPARK_CHECK(max_rows_ >= 1, "PackedF32Gemm: max_rows must be >= 1, got {}", max_rows_);
+  scratch_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_) * sizeof(float));
+}
+
+void PackedF32Gemm::multiply(const float* x, float* y, int64_t num_rows) {
+  DSPARK_CHECK(num_rows >= 1 && num_rows <= max_rows_, "PackedF32Gemm: num_rows {} outside [1, {}]", num_rows,
+               max_rows_);
+  const kernels::PackedF32View w{packed_->as<float>(), bias_->as<float>(), out_, in_, padded_in_, num_groups_};
+  if (kernel_ == F32Kernel::kFma512) kernels::f32_gemm_fma512(w, x, scratch_.as<float>(), y, num_rows);
+  else kernels::f32_gemm_fma256(w, x, scratch_.as<float>(), y, num_rows);
+}
+
+}  // namespace dspark
