@@ -44,6 +44,21 @@ const T* kv_row(const void* pool, int64_t slot, int64_t head, const KvLayerView&
   return static_cast<const T*>(pool) + (slot * kv.num_kv_heads + head) * kv.head_dim;
 }
 
+// Per query head running state of the online softmax.
+struct HeadState {
+  float max;
+  float sum;
+};
+
+// One tile of keys for `num_rows` query rows (heads, of one or more tokens) that share a
+// KV head. q: [num_rows] rows of head_dim; k_rows/v_rows: the tile's rows of T (f32 or bf16
+// bits); counts: [num_rows] keys of the tile each row sees (a row with none is left as it
+// is); acc: [num_rows, head_dim rounded up to the vector width]. A row's operations depend
+// on its own count only.
+template <typename T>
+using AttendTileFn = void (*)(const float* const*, int64_t, const T* const*, const T* const*, const int64_t*,
+                              int64_t, float, HeadState*, float*);
+
 DSPARK_AVX512_BEGIN
 
 // Lane sums of 16 vectors: result lane j = sum of the lanes of v[j]. Every v[j] is summed
@@ -65,20 +80,11 @@ inline __m512 sum_lanes_of_16(const __m512* v) {
   return _mm512_permutexvar_ps(order, z);
 }
 
-// Per query head running state of the online softmax; acc is kept in kChunks registers.
-struct HeadState {
-  float max;
-  float sum;
-};
-
 // 16 (masked) elements of a KV row as f32: f32 rows load, bf16 rows widen in registers.
 inline __m512 load_kv(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 inline __m512 load_kv(const uint16_t* p, __mmask16 m) { return simd::load_bf16(p, m); }
 
-// One tile of keys for `num_rows` query rows (heads, of one or more tokens) that share a
-// KV head. q: [num_rows] rows of head_dim; k_rows/v_rows: the tile's rows of T (f32 or bf16
-// bits); counts: [num_rows] keys of the tile each row sees (a row with none is left as it
-// is); acc: [num_rows, kChunks * 16]. A row's operations depend on its own count only.
+// AttendTileFn with 16-lane vectors; acc rows of kChunks * 16.
 template <typename T, int kChunks>
 void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows,
                  const T* const* v_rows, const int64_t* counts, int64_t head_dim, float scale,
@@ -157,10 +163,6 @@ void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows
   }
 }
 
-template <typename T>
-using AttendTileFn = void (*)(const float* const*, int64_t, const T* const*, const T* const*, const int64_t*,
-                              int64_t, float, HeadState*, float*);
-
 template <typename T, int... kChunks>
 AttendTileFn<T> attend_tile_table(int64_t chunks, std::integer_sequence<int, kChunks...>) {
   static constexpr AttendTileFn<T> table[] = {attend_tile<T, kChunks + 1>...};
@@ -168,24 +170,117 @@ AttendTileFn<T> attend_tile_table(int64_t chunks, std::integer_sequence<int, kCh
 }
 
 template <typename T>
-AttendTileFn<T> attend_tile_fn(int64_t head_dim) {
+AttendTileFn<T> attend_tile_fn_avx512(int64_t head_dim) {
   return attend_tile_table<T>((head_dim + 15) / 16, std::make_integer_sequence<int, kMaxHeadDim / 16>{});
+}
+DSPARK_AVX512_END
+
+// exp(x) in f32 on 8 lanes, the AVX-512 simd::exp's reduction and polynomial; 2^n is built in
+// the exponent bits, so inputs are clamped to [-87, 88] (normal results; the caller masks
+// what must be exactly 0).
+inline __m256 exp8(__m256 x) {
+  x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723212e-6f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
+}
+
+// 8 elements of a KV row as f32: f32 rows load, bf16 rows widen (exact).
+inline __m256 load_kv8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load_kv8(const uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+// Lane sum of 8 by a fixed tree (lane i + lane i+4, then +2, +1).
+inline float sum_lanes_of_8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// AttendTileFn with 8-lane vectors (AVX2, the build's baseline), for head_dim a multiple of
+// 8 = kChunks * 8; acc rows of head_dim.
+template <typename T, int kChunks>
+void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k_rows, const T* const* v_rows,
+                      const int64_t* counts, int64_t head_dim, float scale, HeadState* state, float* acc) {
+  for (int64_t h = 0; h < num_rows; ++h) {
+    const int64_t count = counts[h];
+    if (count <= 0) continue;
+    alignas(32) float s[kTile];
+    for (int64_t j = 0; j < count; ++j) {
+      // Two chains (even and odd chunks), added at the end: half the FMA latency per key.
+      const T* k = k_rows[j];
+      __m256 dot[2] = {_mm256_mul_ps(_mm256_loadu_ps(q[h]), load_kv8(k)), _mm256_setzero_ps()};
+      for (int c = 1; c < kChunks; ++c)
+        dot[c & 1] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + 8 * c), load_kv8(k + 8 * c), dot[c & 1]);
+      s[j] = sum_lanes_of_8(_mm256_add_ps(dot[0], dot[1])) * scale;
+    }
+    float tile_max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < count; ++j) tile_max = std::max(tile_max, s[j]);
+    const float new_max = std::max(state[h].max, tile_max);
+    // First tile: max is -inf, exp(-inf) = 0 clears the (zero) state.
+    const float correction = std::exp(state[h].max - new_max);
+    const __m256 m = _mm256_set1_ps(new_max);
+    __m256 total = _mm256_setzero_ps();
+    for (int64_t j0 = 0; j0 < count; j0 += 8) {  // p of the valid keys, 0 beyond count
+      const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(j0)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      const __m256 valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), lane));
+      const __m256 p = _mm256_and_ps(valid, exp8(_mm256_sub_ps(_mm256_load_ps(s + j0), m)));
+      _mm256_store_ps(s + j0, p);
+      total = _mm256_add_ps(total, p);
+    }
+    state[h].sum = state[h].sum * correction + sum_lanes_of_8(total);
+    state[h].max = new_max;
+    float* a = acc + h * head_dim;
+    const __m256 corr = _mm256_set1_ps(correction);
+    __m256 av[kChunks];
+    for (int c = 0; c < kChunks; ++c) av[c] = _mm256_mul_ps(_mm256_loadu_ps(a + 8 * c), corr);
+    for (int64_t j = 0; j < count; ++j) {
+      const __m256 p = _mm256_set1_ps(s[j]);
+      for (int c = 0; c < kChunks; ++c) av[c] = _mm256_fmadd_ps(p, load_kv8(v_rows[j] + 8 * c), av[c]);
+    }
+    for (int c = 0; c < kChunks; ++c) _mm256_storeu_ps(a + 8 * c, av[c]);
+  }
+}
+
+template <typename T, int... kChunks>
+AttendTileFn<T> attend_tile_table_avx2(int64_t chunks, std::integer_sequence<int, kChunks...>) {
+  static constexpr AttendTileFn<T> table[] = {attend_tile_avx2<T, kChunks + 1>...};
+  return table[chunks - 1];
+}
+
+template <typename T>
+AttendTileFn<T> attend_tile_fn_avx2(int64_t head_dim) {
+  return attend_tile_table_avx2<T>(head_dim / 8, std::make_integer_sequence<int, kMaxHeadDim / 8>{});
 }
 
 // All query heads that read KV head kv_head of tokens [t0, t0 + num_tokens): tokens of one
 // sequence that see keys from the same first position (attention_units), so one walk over
 // the keys serves them all, each row masked to its own num_keys. T is the pool's element type.
+// attend: the tile kernel; acc_stride: its acc row length (head_dim rounded up to its
+// vector width).
 template <typename T>
-void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t0, int64_t num_tokens,
-                        int64_t kv_head) {
+void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t0, int64_t num_tokens,
+                       int64_t kv_head, AttendTileFn<T> attend, int64_t acc_stride) {
   const int64_t d = kv.head_dim;
   const int64_t group = args.num_heads / kv.num_kv_heads;
   const int64_t q_stride = args.num_heads * d;
   const int32_t* table = args.block_tables[args.seq_of_token[t0]];
   const int64_t first = first_key(args, t0);
-  const int64_t chunks = (d + 15) / 16;
-  const AttendTileFn<T> attend = attend_tile_fn<T>(d);
-  alignas(64) float acc[kMaxRowsAtOnce * kMaxHeadDim];  // [rows, chunks * 16]
+  alignas(64) float acc[kMaxRowsAtOnce * kMaxHeadDim];  // [rows, acc_stride]
   const T* k_rows[kTile];
   const T* v_rows[kTile];
   const float* q_rows[kMaxRowsAtOnce];
@@ -207,7 +302,7 @@ void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, i
       rows_last = std::max(rows_last, row_keys[i]);
       state[i] = {-std::numeric_limits<float>::infinity(), 0.0f};
     }
-    std::memset(acc, 0, sizeof(float) * static_cast<size_t>(rows * chunks * 16));
+    std::memset(acc, 0, sizeof(float) * static_cast<size_t>(rows * acc_stride));
     // Walk the block table incrementally (a division per key costs more than the key).
     int64_t block = first / kv.block_size, offset = first % kv.block_size;  // of position j0 + j
     for (int64_t j0 = first; j0 < rows_last; j0 += kTile) {
@@ -224,20 +319,13 @@ void attend_unit_avx512(const PagedAttentionArgs& args, const KvLayerView& kv, i
       for (int64_t i = 0; i < rows; ++i) counts[i] = std::min(kTile, row_keys[i] - j0);
       attend(q_rows, rows, k_rows, v_rows, counts, d, args.scale, state, acc);
     }
-    for (int64_t i = 0; i < rows; ++i) {
-      float* out = out_rows[i];
-      const __m512 sum = _mm512_set1_ps(state[i].sum);
-      for (int64_t c = 0; c < d; c += 16) {
-        const __mmask16 m = simd::lanes(d - c);
-        _mm512_mask_storeu_ps(out + c, m, _mm512_div_ps(_mm512_load_ps(acc + i * chunks * 16 + c), sum));
-      }
-    }
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t c = 0; c < d; ++c) out_rows[i][c] = acc[i * acc_stride + c] / state[i].sum;
   }
 }
-DSPARK_AVX512_END
 
-// Portable path: the same tiled online softmax for the query heads of token t that read KV
-// head kv_head, one head at a time, scalar.
+// Portable path for a head_dim that is not a multiple of 8: the same tiled online softmax
+// for the query heads of token t that read KV head kv_head, one head at a time, scalar.
 void attend_token_scalar(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
   const int64_t d = kv.head_dim;
   const int64_t group = args.num_heads / kv.num_kv_heads;
@@ -286,9 +374,18 @@ void attend_token_scalar(const PagedAttentionArgs& args, const KvLayerView& kv, 
 // All query heads that read KV head kv_head of the unit's tokens [t0, t0 + num_tokens).
 void attend_unit(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t0, int64_t num_tokens,
                  int64_t kv_head) {
+  const int64_t d = kv.head_dim;
   if (simd::wide()) {
-    if (kv.dtype == DType::kBF16) attend_unit_avx512<uint16_t>(args, kv, t0, num_tokens, kv_head);
-    else attend_unit_avx512<float>(args, kv, t0, num_tokens, kv_head);
+    const int64_t stride = (d + 15) / 16 * 16;
+    if (kv.dtype == DType::kBF16)
+      attend_unit_tiled<uint16_t>(args, kv, t0, num_tokens, kv_head, attend_tile_fn_avx512<uint16_t>(d), stride);
+    else attend_unit_tiled<float>(args, kv, t0, num_tokens, kv_head, attend_tile_fn_avx512<float>(d), stride);
+    return;
+  }
+  if (d % 8 == 0) {
+    if (kv.dtype == DType::kBF16)
+      attend_unit_tiled<uint16_t>(args, kv, t0, num_tokens, kv_head, attend_tile_fn_avx2<uint16_t>(d), d);
+    else attend_unit_tiled<float>(args, kv, t0, num_tokens, kv_head, attend_tile_fn_avx2<float>(d), d);
     return;
   }
   for (int64_t t = t0; t < t0 + num_tokens; ++t) attend_token_scalar(args, kv, t, kv_head);

@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "kernels/isa.h"
 #include "kernels/kernel_test_util.h"
 
 namespace dspark {
@@ -127,46 +128,67 @@ struct Shape {
   int64_t block_size, kv_heads, head_dim, heads;
 };
 
-const Shape kShapes[] = {{16, 2, 64, 8}, {7, 1, 8, 3}, {5, 2, 128, 2}, {16, 3, 40, 6}, {32, 1, 256, 16}};
+// head_dim 20: the portable path on a CPU without AVX-512 (the vector paths below need a
+// multiple of 8 lanes there, of 16 with masks on AVX-512).
+const Shape kShapes[] = {{16, 2, 64, 8}, {7, 1, 8, 3},    {5, 2, 128, 2},
+                         {16, 3, 40, 6}, {32, 1, 256, 16}, {4, 1, 20, 2}};
+
+// The ISA caps to run each test under: AVX2 (8-lane path) and, where the CPU has it, the
+// best level (AVX-512: 16-lane path). Restores the cap when it goes.
+struct EachIsa {
+  Isa saved = active_isa();
+  std::vector<Isa> caps = best_isa() == Isa::kAvx2 ? std::vector<Isa>{Isa::kAvx2}
+                                                   : std::vector<Isa>{Isa::kAvx2, best_isa()};
+  ~EachIsa() { set_active_isa(saved); }
+};
 
 // Tolerance: 2e-6 absolute (values in [-1, 1]; the output is a convex combination of them,
 // so f32 rounding of scores, exp and sums stays near f32 epsilon).
 TEST(PagedAttention, MatchesReference) {
-  for (DType dtype : {DType::kF32, DType::kBF16})
-    for (const Shape& s : kShapes) {
-      Fixture f = make_fixture(s.block_size, s.kv_heads, s.head_dim, s.heads, dtype, 3);
-      std::vector<float> out(f.q.size()), ref(f.q.size());
-      paged_attention(f.args(out.data()), f.view());
-      reference::paged_attention(f.args(ref.data()), f.view());
-      for (size_t i = 0; i < out.size(); ++i)
-        ASSERT_NEAR(out[i], ref[i], 2e-6) << dtype_name(dtype) << " head_dim " << s.head_dim << " index " << i;
-    }
+  EachIsa each;
+  for (Isa isa : each.caps)
+    for (DType dtype : {DType::kF32, DType::kBF16})
+      for (const Shape& s : kShapes) {
+        set_active_isa(isa);
+        Fixture f = make_fixture(s.block_size, s.kv_heads, s.head_dim, s.heads, dtype, 3);
+        std::vector<float> out(f.q.size()), ref(f.q.size());
+        paged_attention(f.args(out.data()), f.view());
+        reference::paged_attention(f.args(ref.data()), f.view());
+        for (size_t i = 0; i < out.size(); ++i)
+          ASSERT_NEAR(out[i], ref[i], 2e-6)
+              << dtype_name(dtype) << " head_dim " << s.head_dim << " index " << i << " isa " << isa_name(isa);
+      }
 }
 
 // Each query row computed alone, in the mixed batch with 1 thread and with 2 threads:
 // bit-identical.
 TEST(PagedAttention, BatchAndThreadInvariant) {
   const int saved = num_threads();
-  for (DType dtype : {DType::kF32, DType::kBF16})
-    for (const Shape& s : kShapes) {
-      Fixture f = make_fixture(s.block_size, s.kv_heads, s.head_dim, s.heads, dtype, 5);
-      const int64_t row = s.heads * s.head_dim;
-      std::vector<float> alone(f.q.size()), batch1(f.q.size()), batch2(f.q.size());
-      set_num_threads(1);
-      for (int64_t t = 0; t < f.tokens(); ++t) {
-        PagedAttentionArgs a = f.args(alone.data() + t * row);
-        a.q = f.q.data() + t * row;
-        a.num_tokens = 1;
-        a.seq_of_token = f.seq_of_token.data() + t;
-        a.num_keys = f.num_keys.data() + t;
-        paged_attention(a, f.view());
+  EachIsa each;
+  for (Isa isa : each.caps)
+    for (DType dtype : {DType::kF32, DType::kBF16})
+      for (const Shape& s : kShapes) {
+        set_active_isa(isa);
+        Fixture f = make_fixture(s.block_size, s.kv_heads, s.head_dim, s.heads, dtype, 5);
+        const int64_t row = s.heads * s.head_dim;
+        std::vector<float> alone(f.q.size()), batch1(f.q.size()), batch2(f.q.size());
+        set_num_threads(1);
+        for (int64_t t = 0; t < f.tokens(); ++t) {
+          PagedAttentionArgs a = f.args(alone.data() + t * row);
+          a.q = f.q.data() + t * row;
+          a.num_tokens = 1;
+          a.seq_of_token = f.seq_of_token.data() + t;
+          a.num_keys = f.num_keys.data() + t;
+          paged_attention(a, f.view());
+        }
+        paged_attention(f.args(batch1.data()), f.view());
+        set_num_threads(2);
+        paged_attention(f.args(batch2.data()), f.view());
+        EXPECT_TRUE(same_bits(alone.data(), batch1.data(), alone.size()))
+            << dtype_name(dtype) << " " << s.head_dim << " " << isa_name(isa);
+        EXPECT_TRUE(same_bits(alone.data(), batch2.data(), alone.size()))
+            << dtype_name(dtype) << " " << s.head_dim << " " << isa_name(isa);
       }
-      paged_attention(f.args(batch1.data()), f.view());
-      set_num_threads(2);
-      paged_attention(f.args(batch2.data()), f.view());
-      EXPECT_TRUE(same_bits(alone.data(), batch1.data(), alone.size())) << dtype_name(dtype) << " " << s.head_dim;
-      EXPECT_TRUE(same_bits(alone.data(), batch2.data(), alone.size())) << dtype_name(dtype) << " " << s.head_dim;
-    }
   set_num_threads(saved);
 }
 
