@@ -13,7 +13,7 @@ namespace dspark::kernels {
 namespace {
 
 constexpr int64_t kPrefetchChunks = 4;
-constexpr int kMaxRows = 5;  // 5 rows x 2 halves = 10 accumulators
+constexpr int kMaxRows = 4;  // 4 rows x 2 halves = 8 accumulators + 4 weights + 2 broadcasts (of 16 ymm)
 
 float round_scalar(float f) {  // as float_to_bf16 then back
   uint32_t u;
@@ -78,14 +78,20 @@ void tile(const float* x, int64_t ldx, const W* w, int64_t chunk_stride, int64_t
       for (int64_t line = 0; line < kBf16TileElems * int64_t{sizeof(W)}; line += 64)
         _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
+      // Both halves' weights first, then each row's two broadcasts feed all four FMAs: every
+      // value lives in a register (with 5 rows, or halves in the outer loop, GCC spilled
+      // accumulators to the stack, putting a store and load in every FMA chain).
+      __m256 even[2], odd[2];
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) load_half(wc + i * 2 * kBf16Block, h, even[h], odd[h]);
       #pragma GCC unroll 16
-      for (int h = 0; h < 2; ++h) {
-        __m256 even, odd;
-        load_half(wc + i * 2 * kBf16Block, h, even, odd);
-        #pragma GCC unroll 16
-        for (int r = 0; r < kRows; ++r) {
-          acc[r][h] = _mm256_fmadd_ps(_mm256_broadcast_ss(xc + r * ldx + 2 * i), even, acc[r][h]);
-          acc[r][h] = _mm256_fmadd_ps(_mm256_broadcast_ss(xc + r * ldx + 2 * i + 1), odd, acc[r][h]);
+      for (int r = 0; r < kRows; ++r) {
+        const __m256 xe = _mm256_broadcast_ss(xc + r * ldx + 2 * i);
+        const __m256 xo = _mm256_broadcast_ss(xc + r * ldx + 2 * i + 1);
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          acc[r][h] = _mm256_fmadd_ps(xe, even[h], acc[r][h]);
+          acc[r][h] = _mm256_fmadd_ps(xo, odd[h], acc[r][h]);
         }
       }
     }
@@ -117,8 +123,7 @@ TileFn<W> tile_fn(int64_t rows) {
     case 1: return tile<W, 1>;
     case 2: return tile<W, 2>;
     case 3: return tile<W, 3>;
-    case 4: return tile<W, 4>;
-    default: return tile<W, 5>;
+    default: return tile<W, 4>;
   }
 }
 
