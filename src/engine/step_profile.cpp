@@ -145,8 +145,10 @@ std::string step_profile_key(const std::filesystem::path& model_dir, const Trans
   // v3: the matmul kernel and weight quantization (ISA dispatch) are part of the key.
   // v4: the kernels prefetch their weights; v3 tables are up to 2x too slow, which the
   // stale check (1.5x) would not always catch.
+  // v5: AVX2 attention and the 5-row fma256 tile: v4 tables of AVX2 CPUs put a 9-token step
+  // about 1.2x too slow, below the stale check.
   std::ostringstream key;
-  key << "v4|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
+  key << "v5|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
       << quantization_name(model.options().quantization) << '|' << model.matmul_kernel() << '|' << num_threads() << '|'
       << cpu_model_name() << '|' << o.max_tokens << '|' << o.context_length << '|' << o.tokens_per_sequence;
   std::error_code ec;

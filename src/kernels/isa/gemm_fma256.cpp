@@ -13,7 +13,10 @@ namespace dspark::kernels {
 namespace {
 
 constexpr int64_t kPrefetchChunks = 4;
-constexpr int kMaxRows = 4;  // 4 rows x 2 halves = 8 accumulators + 4 weights + 2 broadcasts (of 16 ymm)
+// 5 rows x 2 halves = 10 accumulators + 4 weights + 2 broadcasts (of 16 ymm). Each
+// accumulator is one FMA chain taking 2 dependent FMAs per k-pair, so a tile needs 10 chains
+// (2 FMA pipes x 5 cycles of latency) to run at the FMA rate: 9 rows as 5 + 4, not 3 x 3.
+constexpr int kMaxRows = 5;
 
 float round_scalar(float f) {  // as float_to_bf16 then back
   uint32_t u;
@@ -79,8 +82,8 @@ void tile(const float* x, int64_t ldx, const W* w, int64_t chunk_stride, int64_t
         _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       // Both halves' weights first, then each row's two broadcasts feed all four FMAs: every
-      // value lives in a register (with 5 rows, or halves in the outer loop, GCC spilled
-      // accumulators to the stack, putting a store and load in every FMA chain).
+      // accumulator stays in a register (with the halves in the outer loop GCC spilled
+      // accumulators to the stack, a store and a load in every FMA chain).
       __m256 even[2], odd[2];
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) load_half(wc + i * 2 * kBf16Block, h, even[h], odd[h]);
@@ -123,7 +126,8 @@ TileFn<W> tile_fn(int64_t rows) {
     case 1: return tile<W, 1>;
     case 2: return tile<W, 2>;
     case 3: return tile<W, 3>;
-    default: return tile<W, 4>;
+    case 4: return tile<W, 4>;
+    default: return tile<W, 5>;
   }
 }
 
