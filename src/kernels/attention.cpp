@@ -175,27 +175,6 @@ AttendTileFn<T> attend_tile_fn_avx512(int64_t head_dim) {
 }
 DSPARK_AVX512_END
 
-// exp(x) in f32 on 8 lanes, the AVX-512 simd::exp's reduction and polynomial; 2^n is built in
-// the exponent bits, so inputs are clamped to [-87, 88] (normal results; the caller masks
-// what must be exactly 0).
-inline __m256 exp8(__m256 x) {
-  x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), _mm256_set1_ps(-87.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723212e-6f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
-}
-
 // 8 elements of a KV row as f32: f32 rows load, bf16 rows widen (exact).
 inline __m256 load_kv8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load_kv8(const uint16_t* p) {
@@ -236,9 +215,8 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k
     const __m256 m = _mm256_set1_ps(new_max);
     __m256 total = _mm256_setzero_ps();
     for (int64_t j0 = 0; j0 < count; j0 += 8) {  // p of the valid keys, 0 beyond count
-      const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(j0)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-      const __m256 valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), lane));
-      const __m256 p = _mm256_and_ps(valid, exp8(_mm256_sub_ps(_mm256_load_ps(s + j0), m)));
+      const __m256 valid = _mm256_castsi256_ps(simd::lanes8(count - j0));
+      const __m256 p = _mm256_and_ps(valid, simd::exp8(_mm256_sub_ps(_mm256_load_ps(s + j0), m)));
       _mm256_store_ps(s + j0, p);
       total = _mm256_add_ps(total, p);
     }

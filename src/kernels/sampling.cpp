@@ -39,14 +39,26 @@ double exp_all_avx512(const float* w, float* probs, int64_t n, float max, float 
 }
 DSPARK_AVX512_END
 
+// The same with 8 lanes (AVX2, the build's baseline).
+double exp_all_avx2(const float* w, float* probs, int64_t n, float max, float inv_t) {
+  const __m256 m = _mm256_set1_ps(max), scale = _mm256_set1_ps(inv_t);
+  __m256d sum_lo = _mm256_setzero_pd(), sum_hi = _mm256_setzero_pd();
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i valid = simd::lanes8(n - i);
+    const __m256 x = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(w + i, valid), m), scale);
+    const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(valid), simd::exp8(x));
+    _mm256_maskstore_ps(probs + i, valid, e);
+    sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  const __m256d sum = _mm256_add_pd(sum_lo, sum_hi);
+  const __m128d pair = _mm_add_pd(_mm256_castpd256_pd128(sum), _mm256_extractf128_pd(sum, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
+}
+
 double exp_all(const float* w, float* probs, int64_t n, float max, float inv_t) {
   if (simd::wide()) return exp_all_avx512(w, probs, n, max, inv_t);
-  double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    probs[i] = std::exp((w[i] - max) * inv_t);
-    total += probs[i];
-  }
-  return total;
+  return exp_all_avx2(w, probs, n, max, inv_t);
 }
 
 // Moves to the front of order[0, n) every candidate that top-p could keep and returns their
@@ -259,10 +271,24 @@ DSPARK_AVX512_END
 // The first index of the largest value, NaNs skipped (both versions agree exactly).
 int32_t argmax(const float* x, int64_t n) {
   if (simd::wide()) return argmax_avx512(x, n);
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (x[i] > x[best] || (std::isnan(x[best]) && !std::isnan(x[i]))) best = i;
-  return static_cast<int32_t>(best);
+  // argmax_avx512 with 8 lanes.
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 best = neg_inf;
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256 valid = _mm256_castsi256_ps(simd::lanes8(n - i));
+    best = _mm256_max_ps(_mm256_blendv_ps(neg_inf, _mm256_maskload_ps(x + i, _mm256_castps_si256(valid)), valid), best);
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(best), _mm256_extractf128_ps(best, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  const __m256 top = _mm256_set1_ps(_mm_cvtss_f32(m));
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i valid = simd::lanes8(n - i);
+    const __m256 hit = _mm256_and_ps(_mm256_castsi256_ps(valid),
+                                     _mm256_cmp_ps(_mm256_maskload_ps(x + i, valid), top, _CMP_EQ_OQ));
+    if (const int bits = _mm256_movemask_ps(hit)) return static_cast<int32_t>(i + __builtin_ctz(bits));
+  }
+  return 0;  // every value is NaN
 }
 
 namespace {

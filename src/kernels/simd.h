@@ -1,4 +1,4 @@
-// Internal AVX-512 helpers shared by the kernels (not part of the public API).
+// Internal AVX-512 (and a few AVX2) helpers shared by the kernels (not part of the public API).
 //
 // The library is compiled for AVX2 (one binary for any x86-64 with AVX2 + FMA); AVX-512
 // code lives between DSPARK_AVX512_BEGIN and DSPARK_AVX512_END, which compile it for
@@ -89,6 +89,34 @@ static inline void f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n
 }
 
 DSPARK_AVX512_END
+
+// exp(x) in f32 on 8 lanes (AVX2, the build's baseline): the AVX-512 exp's reduction and
+// polynomial, 2^n built in the exponent bits. Below -87 (where exp leaves the normal range)
+// and for NaN it returns 0, so -inf gives 0; above 88 it saturates at exp(88).
+static inline __m256 exp8(__m256 x) {
+  const __m256 in_range = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
+  x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723212e-6f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_and_ps(in_range, _mm256_mul_ps(p, _mm256_castsi256_ps(two_n)));
+}
+
+// All-ones lanes for i < n (n clamped to [0, 8]), for AVX2 masked loads.
+static inline __m256i lanes8(int64_t n) {
+  const int32_t k = n <= 0 ? 0 : n >= 8 ? 8 : static_cast<int32_t>(n);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
 
 // dst[i] = bf16(src[i]) for i < n (round to nearest even; both versions give the same bits).
 static inline void f32_to_bf16(const float* src, uint16_t* dst, int64_t n) {

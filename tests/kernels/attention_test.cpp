@@ -16,6 +16,7 @@
 namespace dspark {
 namespace {
 
+using testing::EachIsa;
 using testing::random_floats;
 using testing::same_bits;
 
@@ -132,15 +133,6 @@ struct Shape {
 // multiple of 8 lanes there, of 16 with masks on AVX-512).
 const Shape kShapes[] = {{16, 2, 64, 8}, {7, 1, 8, 3},    {5, 2, 128, 2},
                          {16, 3, 40, 6}, {32, 1, 256, 16}, {4, 1, 20, 2}};
-
-// The ISA caps to run each test under: AVX2 (8-lane path) and, where the CPU has it, the
-// best level (AVX-512: 16-lane path). Restores the cap when it goes.
-struct EachIsa {
-  Isa saved = active_isa();
-  std::vector<Isa> caps = best_isa() == Isa::kAvx2 ? std::vector<Isa>{Isa::kAvx2}
-                                                   : std::vector<Isa>{Isa::kAvx2, best_isa()};
-  ~EachIsa() { set_active_isa(saved); }
-};
 
 // Tolerance: 2e-6 absolute (values in [-1, 1]; the output is a convex combination of them,
 // so f32 rounding of scores, exp and sums stays near f32 epsilon).

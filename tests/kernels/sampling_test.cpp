@@ -115,7 +115,7 @@ TEST(Sampling, RepetitionPenaltyDividesPositiveMultipliesNegativeOnce) {
 }
 
 // Tolerance: 1e-6 absolute per probability, and the same kept set.
-TEST(Sampling, MatchesReferenceOnRandomLogits) {
+void expect_probs_match_reference() {
   std::vector<SamplingParams> configs(6);
   configs[1].temperature = 0.7f;
   configs[2].top_k = 50;
@@ -141,6 +141,32 @@ TEST(Sampling, MatchesReferenceOnRandomLogits) {
       }
       EXPECT_NEAR(total, 1.0, 1e-5);
     }
+  }
+}
+
+// A masked token (-inf, or a logit far below the others) has probability exactly 0 on every
+// path; one 90 below the top keeps the same (0 or tiny) value as the reference's std::exp
+// within 1e-30.
+TEST(Sampling, MaskedAndFarTokensGetZero) {
+  testing::EachIsa each;
+  for (Isa isa : each.caps) {
+    set_active_isa(isa);
+    SamplingParams params;
+    params.temperature = 1.0f;
+    const std::vector<float> logits = {-INFINITY, 0.0f, 1.0f, -INFINITY, -200.0f, -89.0f, 2.0f, -INFINITY, 0.5f};
+    const auto p = probs_of(logits, params);
+    for (size_t i : {0, 3, 4, 7}) EXPECT_EQ(p[i], 0.0f) << isa_name(isa) << " token " << i;
+    EXPECT_NEAR(p[5], 0.0f, 1e-30) << isa_name(isa);
+    EXPECT_GT(p[6], p[2]);
+  }
+}
+
+TEST(Sampling, MatchesReferenceOnRandomLogits) {
+  testing::EachIsa each;
+  for (Isa isa : each.caps) {
+    SCOPED_TRACE(isa_name(isa));
+    set_active_isa(isa);
+    expect_probs_match_reference();
   }
 }
 
@@ -257,9 +283,16 @@ TEST(Sampling, GumbelMaxFrequenciesMatchProbabilities) {
 TEST(Sampling, ArgmaxLowestIndexOnTiesAndSkipsNaN) {
   const std::vector<float> x = {NAN, 1.0f, 3.0f, 3.0f, -INFINITY, 2.0f, 3.0f, 0.0f, 1.0f, 1.0f,
                                 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 5.0f};
-  EXPECT_EQ(argmax(x.data(), 17), 2);
-  EXPECT_EQ(argmax(x.data(), 18), 17);
-  EXPECT_EQ(argmax(x.data(), 1), 0);
+  const std::vector<float> all_nan(11, NAN);
+  testing::EachIsa each;
+  for (Isa isa : each.caps) {
+    set_active_isa(isa);
+    EXPECT_EQ(argmax(x.data(), 17), 2) << isa_name(isa);
+    EXPECT_EQ(argmax(x.data(), 18), 17) << isa_name(isa);
+    EXPECT_EQ(argmax(x.data(), 1), 0) << isa_name(isa);
+    EXPECT_EQ(argmax(x.data() + 4, 1), 0) << isa_name(isa);  // -inf alone
+    EXPECT_EQ(argmax(all_nan.data(), 11), 0) << isa_name(isa);
+  }
 }
 
 void expect_invalid(SamplingParams params, const std::string& field) {
