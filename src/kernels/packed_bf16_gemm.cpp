@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/packed_common.h"
 
 namespace dspark {
 namespace {
@@ -99,10 +99,7 @@ PackedBf16Gemm::PackedBf16Gemm(const float* weight, int64_t out_features, int64_
       num_groups_((out_features + kBf16Group - 1) / kBf16Group),
       max_rows_(max_rows),
       kernel_(kernel == Bf16Kernel::kBest ? best_bf16_kernel() : kernel) {
-  DSPARK_CHECK(out_ > 0 && in_ > 0, "PackedBf16Gemm: bad shape [{}, {}]", out_, in_);
-  DSPARK_CHECK(max_rows_ >= 1, "PackedBf16Gemm: max_rows must be >= 1, got {}", max_rows_);
-  DSPARK_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == out_,
-               "PackedBf16Gemm: bias has {} values, expected {}", bias.size(), out_);
+  kernels::check_packed_args("PackedBf16Gemm", out_, in_, bias, max_rows_);
   DSPARK_CHECK(isa_allowed(bf16_kernel_isa(kernel_)), "PackedBf16Gemm: kernel {} needs ISA {} (active: {})",
                bf16_kernel_name(kernel_), isa_name(bf16_kernel_isa(kernel_)), isa_name(active_isa()));
   const int64_t num_chunks = padded_in_ / kBf16Chunk;
@@ -127,9 +124,7 @@ PackedBf16Gemm::PackedBf16Gemm(const float* weight, int64_t out_features, int64_
     dst += num_chunks * blocks * kBf16TileElems;
   }
   packed_ = std::move(packed);
-  auto padded_bias = std::make_shared<AlignedBuffer>(static_cast<size_t>(num_groups_ * kBf16Group) * sizeof(float));
-  if (!bias.empty()) std::memcpy(padded_bias->data(), bias.data(), bias.size() * sizeof(float));
-  bias_ = std::move(padded_bias);
+  bias_ = kernels::padded_bias(bias, num_groups_ * kBf16Group);
   allocate_scratch();
 }
 

@@ -1,9 +1,9 @@
 #include "kernels/packed_f32_gemm.h"
 
-#include <cstring>
 
 #include "core/check.h"
 #include "kernels/isa/f32_kernels.h"
+#include "kernels/packed_common.h"
 
 namespace dspark {
 namespace {
@@ -37,10 +37,7 @@ PackedF32Gemm::PackedF32Gemm(const float* weight, int64_t out_features, int64_t 
       num_groups_((out_features + kBf16Group - 1) / kBf16Group),
       max_rows_(max_rows),
       kernel_(kernel == F32Kernel::kBest ? best_f32_kernel() : kernel) {
-  DSPARK_CHECK(out_ > 0 && in_ > 0, "PackedF32Gemm: bad shape [{}, {}]", out_, in_);
-  DSPARK_CHECK(max_rows_ >= 1, "PackedF32Gemm: max_rows must be >= 1, got {}", max_rows_);
-  DSPARK_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == out_,
-               "PackedF32Gemm: bias has {} values, expected {}", bias.size(), out_);
+  kernels::check_packed_args("PackedF32Gemm", out_, in_, bias, max_rows_);
   DSPARK_CHECK(isa_allowed(f32_kernel_isa(kernel_)), "PackedF32Gemm: kernel {} needs ISA {} (active: {})",
                f32_kernel_name(kernel_), isa_name(f32_kernel_isa(kernel_)), isa_name(active_isa()));
   const int64_t num_chunks = padded_in_ / kBf16Chunk;
@@ -64,9 +61,7 @@ PackedF32Gemm::PackedF32Gemm(const float* weight, int64_t out_features, int64_t 
     dst += num_chunks * blocks * kBf16TileElems;
   }
   packed_ = std::move(packed);
-  auto padded_bias = std::make_shared<AlignedBuffer>(static_cast<size_t>(num_groups_ * kBf16Group) * sizeof(float));
-  if (!bias.empty()) std::memcpy(padded_bias->data(), bias.data(), bias.size() * sizeof(float));
-  bias_ = std::move(padded_bias);
+  bias_ = kernels::padded_bias(bias, num_groups_ * kBf16Group);
   scratch_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_) * sizeof(float));
 }
 

@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <algorithm>
-#include <cstring>
 
 #include "core/check.h"
 #include "kernels/isa/int8_kernels.h"
+#include "kernels/packed_common.h"
 
 namespace dspark {
 namespace {
@@ -67,14 +67,11 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
       max_rows_(max_rows),
       kernel_(kernel == Int8Kernel::kBest ? best_int8_kernel() : kernel) {
   const int64_t num_chunks = padded_in_ / kInt8Chunk;
-  DSPARK_CHECK(out_ > 0 && in_ > 0, "PackedInt8Gemm: bad shape [{}, {}]", out_, in_);
+  kernels::check_packed_args("PackedInt8Gemm", out_, in_, bias, max_rows_);
   DSPARK_CHECK(static_cast<int64_t>(weights.q.size()) == out_ * in_ &&
                    static_cast<int64_t>(weights.scales.size()) == out_ * num_chunks,
                "PackedInt8Gemm: weights of [{}, {}] need {} values and {} scales, got {} and {}", out_, in_,
                out_ * in_, out_ * num_chunks, weights.q.size(), weights.scales.size());
-  DSPARK_CHECK(max_rows_ >= 1, "PackedInt8Gemm: max_rows must be >= 1, got {}", max_rows_);
-  DSPARK_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == out_,
-               "PackedInt8Gemm: bias has {} values, expected {}", bias.size(), out_);
   DSPARK_CHECK(isa_allowed(int8_kernel_isa(kernel_)), "PackedInt8Gemm: kernel {} needs ISA {} (active: {})",
                int8_kernel_name(kernel_), isa_name(int8_kernel_isa(kernel_)), isa_name(active_isa()));
   auto packed = std::make_shared<AlignedBuffer>(static_cast<size_t>(num_groups_ * num_chunks * kInt8ChunkRecord));
@@ -97,9 +94,7 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
     }
   }
   packed_ = std::move(packed);
-  auto padded_bias = std::make_shared<AlignedBuffer>(static_cast<size_t>(num_groups_ * kInt8Group) * sizeof(float));
-  if (!bias.empty()) std::memcpy(padded_bias->data(), bias.data(), bias.size() * sizeof(float));
-  bias_ = std::move(padded_bias);
+  bias_ = kernels::padded_bias(bias, num_groups_ * kInt8Group);
   allocate_scratch();
 }
 

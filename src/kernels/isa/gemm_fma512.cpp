@@ -136,6 +136,7 @@ void bf16_gemm_fma512(const PackedBf16View& w, const float* x, float* scratch, f
 }
 
 void f32_gemm_fma512(const PackedF32View& w, const float* x, float* scratch, float* y, int64_t rows) {
+  if (w.in == w.padded_in) return gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, x, y, rows);
   for (int64_t r = 0; r < rows; ++r)
     std::memcpy(scratch + r * w.padded_in, x + r * w.in, static_cast<size_t>(w.in) * sizeof(float));
   gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, scratch, y, rows);
