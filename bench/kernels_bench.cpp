@@ -159,6 +159,18 @@ void linear_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Linear)->Apply(linear_args)->MinTime(0.2)->UseRealTime()->ComputeStatistics("min", min_of);
 
+// Every row count a decode, verification or drafter step runs (M = 1..16) through one
+// 3072 x 512 matrix, hot and streamed: how each row tiling uses the multiply-add rate
+// (compare GFLOP/s with peak_bench at the same thread count).
+void small_m_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"kind", "out", "in", "M", "stream"});
+  for (int64_t kind : {1, 2, 3, 5, 8})
+    for (int64_t stream : {0, 1})
+      for (int64_t m = 1; m <= 16; ++m) b->Args({kind, 3072, 512, m, stream});
+  for (int64_t m = 1; m <= 10; ++m) b->Args({1, 512, 256, m, 0});
+}
+BENCHMARK(BM_Linear)->Name("BM_LinearSmallM")->Apply(small_m_args)->MinTime(0.2)->UseRealTime()->ComputeStatistics("min", min_of);
+
 // Decode attention: args: kv dtype (0 f32, 1 bf16), query tokens (one per sequence),
 // kv length, heads, kv heads, head_dim.
 void BM_AttentionDecode(benchmark::State& state) {

@@ -22,8 +22,16 @@ void silu_mul_row_avx512(const float* gate, const float* up, float* o, int64_t f
 }
 DSPARK_AVX512_END
 
-void silu_mul_row_portable(const float* gate, const float* up, float* o, int64_t ffn) {
-  for (int64_t i = 0; i < ffn; ++i) o[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+// The same on 8 lanes (AVX2, the build's baseline), with the same exp reduction and
+// polynomial: the two give the same bits wherever exp(-g) is a normal float.
+void silu_mul_row_avx2(const float* gate, const float* up, float* o, int64_t ffn) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (int64_t i = 0; i < ffn; i += 8) {
+    const __m256i m = simd::lanes8(ffn - i);
+    const __m256 g = _mm256_maskload_ps(gate + i, m);
+    const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, simd::exp8(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    _mm256_maskstore_ps(o + i, m, _mm256_mul_ps(silu, _mm256_maskload_ps(up + i, m)));
+  }
 }
 
 }  // namespace
@@ -36,7 +44,7 @@ void silu_mul(const float* gate_up, float* out, int64_t num_rows, int64_t ffn) {
     const float* up = gate + ffn;               // [ffn]
     float* o = out + r * ffn;                   // [ffn]
     if (wide) silu_mul_row_avx512(gate, up, o, ffn);
-    else silu_mul_row_portable(gate, up, o, ffn);
+    else silu_mul_row_avx2(gate, up, o, ffn);
   }
 }
 
