@@ -190,6 +190,14 @@ inline float sum_lanes_of_8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// Lane sums of eight vectors: out[u] = the sum of v[u]'s lanes, by a fixed tree (pairs,
+// then quads, then the two 128-bit halves).
+inline __m256 lane_sums_of_8x8(const __m256* v) {
+  const __m256 quads01 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const __m256 quads45 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(quads01, quads45, 0x20), _mm256_permute2f128_ps(quads01, quads45, 0x31));
+}
+
 // AttendTileFn with 8-lane vectors (AVX2, the build's baseline), for head_dim a multiple of
 // 8 = kChunks * 8; acc rows of head_dim.
 template <typename T, int kChunks>
@@ -199,7 +207,21 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k
     const int64_t count = counts[h];
     if (count <= 0) continue;
     alignas(32) float s[kTile];
-    for (int64_t j = 0; j < count; ++j) {
+    int64_t j = 0;
+    // Eight keys at a time: one FMA chain per key over the chunks (eight chains in flight),
+    // then one transposing reduction gives the eight scores (a lane sum per key cost as much
+    // as its dot product).
+    for (; j + 8 <= count; j += 8) {
+      __m256 dot[8];
+      const __m256 q0 = _mm256_loadu_ps(q[h]);
+      for (int u = 0; u < 8; ++u) dot[u] = _mm256_mul_ps(q0, load_kv8(k_rows[j + u]));
+      for (int c = 1; c < kChunks; ++c) {
+        const __m256 qc = _mm256_loadu_ps(q[h] + 8 * c);
+        for (int u = 0; u < 8; ++u) dot[u] = _mm256_fmadd_ps(qc, load_kv8(k_rows[j + u] + 8 * c), dot[u]);
+      }
+      _mm256_store_ps(s + j, _mm256_mul_ps(lane_sums_of_8x8(dot), _mm256_set1_ps(scale)));
+    }
+    for (; j < count; ++j) {
       // Two chains (even and odd chunks), added at the end: half the FMA latency per key.
       const T* k = k_rows[j];
       __m256 dot[2] = {_mm256_mul_ps(_mm256_loadu_ps(q[h]), load_kv8(k)), _mm256_setzero_ps()};
