@@ -160,8 +160,9 @@ void linear_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Linear)->Apply(linear_args)->MinTime(0.2)->UseRealTime()->ComputeStatistics("min", min_of);
 
 // Every row count a decode, verification or drafter step runs (M = 1..16) through one
-// 3072 x 512 matrix, hot and streamed: how each row tiling uses the multiply-add rate
-// (compare GFLOP/s with peak_bench at the same thread count).
+// 3072 x 512 matrix, hot and streamed, and (fma256) a 512 x 256 one that fits in L2: how
+// each row tiling uses the multiply-add rate (compare GFLOP/s with peak_bench at the same
+// thread count).
 void small_m_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"kind", "out", "in", "M", "stream"});
   for (int64_t kind : {1, 2, 3, 5, 8})

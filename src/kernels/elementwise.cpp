@@ -1,7 +1,5 @@
 #include "kernels/elementwise.h"
 
-#include <cmath>
-
 #include "kernels/simd.h"
 
 namespace dspark {

@@ -49,8 +49,7 @@ TEST_P(PackedBf16GemmTest, MatchesReference) {
 }
 
 // Row r of every M (every M of one or two row tiles, and tile edges at 12, 16, 32 and 48
-// rows) equals row r computed alone, and 2 threads equal 1. The shapes end in groups of 1,
-// 2 and 3 blocks (where fma256's one- and two-row tiles cover fewer blocks).
+// rows) equals row r computed alone, and 2 threads equal 1.
 TEST_P(PackedBf16GemmTest, BatchAndThreadInvariant) {
   const int saved = num_threads();
   for (auto [out, in] : {std::pair{200, 333}, {96, 1536}, {1000, 64}}) {
