@@ -15,10 +15,7 @@ namespace dspark {
 namespace {
 
 using kernels::kBf16Chunk;
-using kernels::kBf16ChunkPairs;
-using kernels::kBf16Block;
 using kernels::kBf16Group;
-using kernels::kBf16TileElems;
 
 bool uses_bf16_input(Bf16Kernel k) { return k == Bf16Kernel::kDpbf16 || k == Bf16Kernel::kAmx; }
 
@@ -102,28 +99,10 @@ PackedBf16Gemm::PackedBf16Gemm(const float* weight, int64_t out_features, int64_
   kernels::check_packed_args("PackedBf16Gemm", out_, in_, bias, max_rows_);
   DSPARK_CHECK(isa_allowed(bf16_kernel_isa(kernel_)), "PackedBf16Gemm: kernel {} needs ISA {} (active: {})",
                bf16_kernel_name(kernel_), isa_name(bf16_kernel_isa(kernel_)), isa_name(active_isa()));
-  const int64_t num_chunks = padded_in_ / kBf16Chunk;
-  int64_t total = 0;  // bf16 elements
-  for (int64_t g = 0; g < num_groups_; ++g) total += num_chunks * kernels::bf16_blocks_in_group(g, out_) * kBf16TileElems;
-  auto packed = std::make_shared<AlignedBuffer>(static_cast<size_t>(total) * sizeof(uint16_t));
-  uint16_t* dst = packed->as<uint16_t>();  // zero-initialised: padding outputs/columns stay 0
-  for (int64_t g = 0; g < num_groups_; ++g) {
-    const int64_t blocks = kernels::bf16_blocks_in_group(g, out_);
-    for (int64_t ch = 0; ch < num_chunks; ++ch)
-      for (int64_t b = 0; b < blocks; ++b)
-        for (int64_t i = 0; i < kBf16ChunkPairs; ++i)
-          for (int64_t lane = 0; lane < kBf16Block; ++lane) {
-            const int64_t n = g * kBf16Group + b * kBf16Block + lane;
-            for (int64_t e = 0; e < 2; ++e) {
-              const int64_t k = ch * kBf16Chunk + 2 * i + e;
-              if (n < out_ && k < in_)
-                dst[((ch * blocks + b) * kBf16ChunkPairs + i) * 2 * kBf16Block + lane * 2 + e] =
-                    float_to_bf16(weight[n * in_ + k]);
-            }
-          }
-    dst += num_chunks * blocks * kBf16TileElems;
-  }
-  packed_ = std::move(packed);
+  // A k-pair's two weights of an output side by side: a vdpbf16ps / AMX operand.
+  packed_ = kernels::pack_tiles<uint16_t>(
+      weight, out_, in_, [](float w) { return float_to_bf16(w); },
+      [](int64_t lane, int64_t e) { return lane * 2 + e; });
   bias_ = kernels::padded_bias(bias, num_groups_ * kBf16Group);
   allocate_scratch();
 }

@@ -1,5 +1,6 @@
 #include "kernels/packed_f32_gemm.h"
 
+#include <cstring>
 
 #include "core/check.h"
 #include "kernels/isa/f32_kernels.h"
@@ -10,9 +11,7 @@ namespace {
 
 using kernels::kBf16Block;
 using kernels::kBf16Chunk;
-using kernels::kBf16ChunkPairs;
 using kernels::kBf16Group;
-using kernels::kBf16TileElems;
 
 }  // namespace
 
@@ -40,29 +39,11 @@ PackedF32Gemm::PackedF32Gemm(const float* weight, int64_t out_features, int64_t 
   kernels::check_packed_args("PackedF32Gemm", out_, in_, bias, max_rows_);
   DSPARK_CHECK(isa_allowed(f32_kernel_isa(kernel_)), "PackedF32Gemm: kernel {} needs ISA {} (active: {})",
                f32_kernel_name(kernel_), isa_name(f32_kernel_isa(kernel_)), isa_name(active_isa()));
-  const int64_t num_chunks = padded_in_ / kBf16Chunk;
-  int64_t total = 0;  // f32 elements
-  for (int64_t g = 0; g < num_groups_; ++g) total += num_chunks * kernels::bf16_blocks_in_group(g, out_) * kBf16TileElems;
-  auto packed = std::make_shared<AlignedBuffer>(static_cast<size_t>(total) * sizeof(float));
-  float* dst = packed->as<float>();  // zero-initialised: padding outputs/columns stay 0
-  for (int64_t g = 0; g < num_groups_; ++g) {
-    const int64_t blocks = kernels::bf16_blocks_in_group(g, out_);
-    for (int64_t ch = 0; ch < num_chunks; ++ch)
-      for (int64_t b = 0; b < blocks; ++b)
-        for (int64_t i = 0; i < kBf16ChunkPairs; ++i)
-          for (int64_t e = 0; e < 2; ++e)
-            for (int64_t lane = 0; lane < kBf16Block; ++lane) {
-              const int64_t n = g * kBf16Group + b * kBf16Block + lane;
-              const int64_t k = ch * kBf16Chunk + 2 * i + e;
-              if (n < out_ && k < in_)
-                dst[((ch * blocks + b) * kBf16ChunkPairs + i) * 2 * kBf16Block + e * kBf16Block + lane] =
-                    weight[n * in_ + k];
-            }
-    dst += num_chunks * blocks * kBf16TileElems;
-  }
-  packed_ = std::move(packed);
+  // A k-pair's 16 even-k weights, then its 16 odd-k ones: two FMA operands as loaded.
+  packed_ = kernels::pack_tiles<float>(
+      weight, out_, in_, [](float w) { return w; }, [](int64_t lane, int64_t e) { return e * kBf16Block + lane; });
   bias_ = kernels::padded_bias(bias, num_groups_ * kBf16Group);
-  scratch_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_) * sizeof(float));
+  if (in_ != padded_in_) scratch_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_) * sizeof(float));
 }
 
 PackedF32Gemm::PackedF32Gemm(const PackedF32Gemm& source, int64_t max_rows)
@@ -75,15 +56,21 @@ PackedF32Gemm::PackedF32Gemm(const PackedF32Gemm& source, int64_t max_rows)
       packed_(source.packed_),
       bias_(source.bias_) {
   DSPARK_CHECK(max_rows_ >= 1, "PackedF32Gemm: max_rows must be >= 1, got {}", max_rows_);
-  scratch_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_) * sizeof(float));
+  if (in_ != padded_in_) scratch_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_) * sizeof(float));
 }
 
 void PackedF32Gemm::multiply(const float* x, float* y, int64_t num_rows) {
   DSPARK_CHECK(num_rows >= 1 && num_rows <= max_rows_, "PackedF32Gemm: num_rows {} outside [1, {}]", num_rows,
                max_rows_);
   const kernels::PackedF32View w{packed_->as<float>(), bias_->as<float>(), out_, in_, padded_in_, num_groups_};
-  if (kernel_ == F32Kernel::kFma512) kernels::f32_gemm_fma512(w, x, scratch_.as<float>(), y, num_rows);
-  else kernels::f32_gemm_fma256(w, x, scratch_.as<float>(), y, num_rows);
+  const float* rows = x;  // [num_rows, padded_in]: x itself when in needs no padding
+  if (in_ != padded_in_) {
+    for (int64_t r = 0; r < num_rows; ++r)
+      std::memcpy(scratch_.as<float>() + r * padded_in_, x + r * in_, static_cast<size_t>(in_) * sizeof(float));
+    rows = scratch_.as<float>();
+  }
+  if (kernel_ == F32Kernel::kFma512) kernels::f32_gemm_fma512(w, rows, y, num_rows);
+  else kernels::f32_gemm_fma256(w, rows, y, num_rows);
 }
 
 }  // namespace dspark

@@ -54,7 +54,7 @@ class PackedF32Gemm {
 
   std::shared_ptr<const AlignedBuffer> packed_;  // [groups][padded_in / 32][blocks <= 4][16][2][16] f32
   std::shared_ptr<const AlignedBuffer> bias_;    // [num_groups * 64] f32, zero beyond out_ (and when no bias)
-  AlignedBuffer scratch_;                        // [max_rows, padded_in] f32, zero in columns >= in_
+  AlignedBuffer scratch_;  // [max_rows, padded_in] f32, zero in columns >= in_; empty when in_ == padded_in_
 };
 
 }  // namespace dspark

@@ -24,9 +24,8 @@ struct PackedF32View {
   int64_t num_groups;
 };
 
-// x: [rows, in] f32; y: [rows, out] f32; scratch: [rows, padded_in] f32, zero in columns >= in
-// (x is read in place when in needs no padding).
-void f32_gemm_fma256(const PackedF32View& w, const float* x, float* scratch, float* y, int64_t rows);
-void f32_gemm_fma512(const PackedF32View& w, const float* x, float* scratch, float* y, int64_t rows);
+// x: [rows, padded_in] f32, zero in columns >= in; y: [rows, out] f32.
+void f32_gemm_fma256(const PackedF32View& w, const float* x, float* y, int64_t rows);
+void f32_gemm_fma512(const PackedF32View& w, const float* x, float* y, int64_t rows);
 
 }  // namespace dspark::kernels

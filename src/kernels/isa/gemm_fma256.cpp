@@ -131,8 +131,8 @@ TileFn<W> tile_fn(int64_t rows) {
   }
 }
 
-// y = x · Wᵀ + bias over packed tiles of type W, x already prepared in scratch
-// ([rows, padded_in] f32).
+// y = x · Wᵀ + bias over packed tiles of type W; x: [rows, padded_in] f32, zero in
+// columns >= in (bf16: already rounded).
 template <typename W>
 void gemm(const W* tiles, const float* bias, int64_t out, int64_t in, int64_t padded_in, int64_t num_groups,
           const float* scratch, float* y, int64_t rows) {
@@ -162,11 +162,8 @@ void bf16_gemm_fma256(const PackedBf16View& w, const float* x, float* scratch, f
   gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, scratch, y, rows);
 }
 
-void f32_gemm_fma256(const PackedF32View& w, const float* x, float* scratch, float* y, int64_t rows) {
-  if (w.in == w.padded_in) return gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, x, y, rows);
-  for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(scratch + r * w.padded_in, x + r * w.in, static_cast<size_t>(w.in) * sizeof(float));
-  gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, scratch, y, rows);
+void f32_gemm_fma256(const PackedF32View& w, const float* x, float* y, int64_t rows) {
+  gemm(w.tiles, w.bias, w.out, w.in, w.padded_in, w.num_groups, x, y, rows);
 }
 
 }  // namespace dspark::kernels
