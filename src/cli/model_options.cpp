@@ -42,6 +42,9 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
       ->check(CLI::IsMember({"fixed", "adaptive"}))
       ->capture_default_str();
   cmd->add_flag("--reprofile", a.reprofile, "Measure the step-cost profile again (adaptive schedule)");
+  cmd->add_flag("--no-confidence-adaptation", a.no_confidence_adaptation,
+                "Use the drafter's confidences as calibrated, instead of letting each request correct them by "
+                "its own verified drafts");
   cmd->add_flag("--no-prefix-caching", a.no_prefix_caching,
                 "Compute every prompt in full instead of reusing the KV blocks of prefixes computed before");
 }
@@ -139,6 +142,7 @@ EngineOptions engine_options(const ModelArgs& a, int64_t max_running) {
   e.prefill_chunk = a.max_batch_tokens;
   e.kv_dtype = parse_dtype(a.kv_dtype);
   e.enable_prefix_caching = !a.no_prefix_caching;
+  e.adapt_confidence = !a.no_confidence_adaptation;
   return e;
 }
 

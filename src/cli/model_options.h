@@ -31,6 +31,7 @@ struct ModelArgs {
   std::string spec_schedule = "adaptive";  // fixed | adaptive (prefix scheduler)
   bool reprofile = false;          // measure SPS(B) again instead of using the cached profile
   bool no_prefix_caching = false;  // --no-prefix-caching: every prompt computed in full
+  bool no_confidence_adaptation = false;  // --no-confidence-adaptation: the drafter's confidences as they are
 };
 
 void add_model_options(CLI::App* cmd, ModelArgs& args);

@@ -58,6 +58,9 @@ struct EngineOptions {
   int64_t max_waiting = 1024;      // queue limit; add_request refuses beyond it
   bool enable_prefix_caching = true;  // share computed KV blocks between requests (engine/prefix_cache.h)
   SpecSchedule spec_schedule = SpecSchedule::kFixed;
+  // Each request corrects the drafter's confidences by its own verified rounds
+  // (spec/confidence_offset.h); off: the drafter's calibrated confidences as they are.
+  bool adapt_confidence = true;
   std::shared_ptr<const StepCostTable> step_cost;  // SPS(B); required for kAdaptive
 
   void validate(const Transformer& model) const;
@@ -128,12 +131,15 @@ class Engine {
          std::unique_ptr<Proposer>&& proposer, const KvPoolOptions& kv);
   void drop_cancelled(std::vector<RequestOutput>& outputs);
   void propose_drafts();
+  // Points the request's draft_confidence at its drafter confidences corrected by its own
+  // offset (EngineOptions::adapt_confidence).
+  void correct_confidence(Request& request);
   // kAdaptive: cut each decoding request's drafts to the prefix scheduler's length.
   void choose_verified_lengths();
   // After the forward: commit what each scheduled request computed, then show a
   // hidden-state proposer the newly committed positions.
   void commit_step(std::span<const ScheduledRequest> scheduled, std::vector<RequestOutput>& outputs);
-  void record_round(const Request& request, const OutputProcessor::Verdict& verdict, bool decoding_round);
+  void record_round(Request& request, const OutputProcessor::Verdict& verdict, bool decoding_round);
   // The request's cached-prefix positions, shown to a hidden-state proposer before its
   // first computed rows.
   void show_cached_prefix(Request& request);

@@ -7,6 +7,9 @@
 // Power check: the same run with a proposer that drafts from the Markov-corrected q but
 // hands the verifier q computed from the base logits U_j (the Markov term left out of q)
 // must exceed the threshold — the statistic does see a q that is not the one drafted from.
+// The adaptive cases let the prefix scheduler cut the drafts by their confidences, which
+// each request corrects by its own earlier rounds (spec/confidence_offset.h): neither may
+// bias the output.
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
@@ -79,11 +82,12 @@ struct StatCase {
   Variant variant;
   float temperature;
   int32_t top_k;
+  bool adaptive = false;  // the prefix scheduler, with each request's confidence offset
 };
 
 void PrintTo(const StatCase& c, std::ostream* os) {
   *os << (c.variant == Variant::kDFlash ? "dflash" : c.variant == Variant::kDSpark ? "dspark" : "dspark-base-q")
-      << " T=" << c.temperature << " top_k=" << c.top_k;
+      << " T=" << c.temperature << " top_k=" << c.top_k << (c.adaptive ? " adaptive" : "");
 }
 
 class DSparkSampling : public ::testing::TestWithParam<StatCase> {};
@@ -117,7 +121,19 @@ TEST_P(DSparkSampling, OutputDistributionEqualsTarget) {
     proposer = std::make_unique<BaseLogitsQProposer>(std::unique_ptr<DSparkProposer>(
         static_cast<DSparkProposer*>(proposer.release())));
   }
-  Engine engine(*target, tok, EngineOptions{.max_running = 16, .max_batch_tokens = 128}, std::move(proposer));
+  EngineOptions eo;
+  eo.max_running = 16;
+  eo.max_batch_tokens = 128;
+  if (param.adaptive) {
+    // A step's cost grows 5% per token: with 16 requests a draft is worth verifying only
+    // above a survival of about 0.45, so the random head's confidences (and their offsets)
+    // decide the lengths.
+    std::vector<double> sps;
+    for (int64_t b = 1; b <= 128; ++b) sps.push_back(1.0 / (1.0 + 0.05 * static_cast<double>(b)));
+    eo.spec_schedule = SpecSchedule::kAdaptive;
+    eo.step_cost = std::make_shared<const StepCostTable>(sps);
+  }
+  Engine engine(*target, tok, eo, std::move(proposer));
   const std::vector<double> counts = testing::sampled_continuations(engine, prompt, sp, kVocab, kLength, kSamples, 7000);
   const double tv = testing::total_variation(counts, exact);
   const double limit = testing::tv_threshold(exact, kSamples);
@@ -125,6 +141,12 @@ TEST_P(DSparkSampling, OutputDistributionEqualsTarget) {
   std::printf("TV %.5f threshold %.5f tau %.3f\n", tv, limit, m.mean_acceptance_length());
   EXPECT_GT(m.num_accepted_tokens, 0);
   EXPECT_LT(m.acceptance_rate(), 1.0);
+  if (param.adaptive) {
+    // The lengths must vary, or the confidences decided nothing.
+    int lengths_used = 0;
+    for (const int64_t count : engine.schedule_metrics().verified_length_counts) lengths_used += count > 0 ? 1 : 0;
+    EXPECT_GE(lengths_used, 2);
+  }
   if (param.variant == Variant::kDSparkBaseQ) {
     EXPECT_GT(tv, limit) << "the test cannot tell a q that is not the drafting distribution";
   } else {
@@ -134,6 +156,7 @@ TEST_P(DSparkSampling, OutputDistributionEqualsTarget) {
 
 INSTANTIATE_TEST_SUITE_P(Drafters, DSparkSampling,
                          ::testing::Values(StatCase{Variant::kDSpark, 1.0f, 0}, StatCase{Variant::kDSpark, 0.7f, 3},
+                                           StatCase{Variant::kDSpark, 1.0f, 0, /*adaptive=*/true},
                                            StatCase{Variant::kDFlash, 1.0f, 0},
                                            StatCase{Variant::kDSparkBaseQ, 1.0f, 0}),
                          [](const auto& info) {

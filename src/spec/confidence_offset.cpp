@@ -1,0 +1,53 @@
+#include "spec/confidence_offset.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+
+namespace dspark {
+namespace {
+
+// c clamped away from 0 and 1, so a saturated head still has a finite logit.
+double logit(float c) {
+  const double p = std::clamp(static_cast<double>(c), 1e-6, 1.0 - 1e-6);
+  return std::log(p / (1.0 - p));
+}
+
+double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
+
+}  // namespace
+
+ConfidenceOffset::ConfidenceOffset(double prior_precision) : prior_precision_(prior_precision) {
+  DSPARK_CHECK(prior_precision > 0 && std::isfinite(prior_precision),
+               "ConfidenceOffset: prior precision must be positive and finite, got {}", prior_precision);
+  reset();
+}
+
+void ConfidenceOffset::reset() {
+  offset_ = 0;
+  precision_ = prior_precision_;
+}
+
+void ConfidenceOffset::apply(std::span<const float> confidence, std::span<float> out) const {
+  DSPARK_CHECK(out.size() == confidence.size(), "ConfidenceOffset: {} outputs for {} confidences", out.size(),
+               confidence.size());
+  for (size_t j = 0; j < confidence.size(); ++j) out[j] = static_cast<float>(sigmoid(logit(confidence[j]) + offset_));
+}
+
+void ConfidenceOffset::observe(std::span<const float> confidence, int32_t num_accepted) {
+  DSPARK_CHECK(num_accepted >= 0 && num_accepted <= static_cast<int32_t>(confidence.size()),
+               "ConfidenceOffset: {} accepted of {} verified drafts", num_accepted, confidence.size());
+  // Positions reached: every accepted draft and the first rejected one (if any).
+  const size_t reached = std::min(confidence.size(), static_cast<size_t>(num_accepted) + 1);
+  double gradient = 0, curvature = 0;
+  for (size_t j = 0; j < reached; ++j) {
+    const double p = sigmoid(logit(confidence[j]) + offset_);
+    gradient += (static_cast<int32_t>(j) < num_accepted ? 1.0 : 0.0) - p;
+    curvature += p * (1.0 - p);
+  }
+  precision_ += curvature;
+  offset_ += gradient / precision_;
+}
+
+}  // namespace dspark
