@@ -18,15 +18,9 @@ double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
 }  // namespace
 
-ConfidenceOffset::ConfidenceOffset(double prior_precision) : prior_precision_(prior_precision) {
+ConfidenceOffset::ConfidenceOffset(double prior_precision) : precision_(prior_precision) {
   DSPARK_CHECK(prior_precision > 0 && std::isfinite(prior_precision),
                "ConfidenceOffset: prior precision must be positive and finite, got {}", prior_precision);
-  reset();
-}
-
-void ConfidenceOffset::reset() {
-  offset_ = 0;
-  precision_ = prior_precision_;
 }
 
 void ConfidenceOffset::apply(std::span<const float> confidence, std::span<float> out) const {

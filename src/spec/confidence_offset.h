@@ -37,12 +37,10 @@ class ConfidenceOffset {
   void observe(std::span<const float> confidence, int32_t num_accepted);
 
   double offset() const { return offset_; }
-  void reset();
 
  private:
-  double prior_precision_;
-  double offset_ = 0;     // b
-  double precision_ = 0;  // prior + Σ c'(1 - c') over the observations so far
+  double offset_ = 0;  // b
+  double precision_;   // prior + Σ c'(1 - c') over the observations so far
 };
 
 }  // namespace dspark
