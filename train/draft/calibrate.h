@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "train/draft/sts.h"
+#include "train/model/bf16_default.h"
 
 namespace CLI {
 class App;
@@ -40,7 +41,7 @@ struct CalibrateOptions {
   int64_t max_sequences = 0;      // held-out sequences, evenly spaced over the split (0: all)
   int64_t anchors = 64;           // blocks per sequence
   StsOptions sts;                 // bins (20), grid
-  bool bf16 = true;
+  bool bf16 = bf16_autocast_by_default();
   int threads = 2;
   bool write = true;              // false: report only
   bool quiet = false;

@@ -51,7 +51,7 @@ void add_draft_command(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup, "Warm-up steps")->capture_default_str();
   cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay")->capture_default_str();
   cmd->add_option("--grad-clip", o->grad_clip, "Gradient norm clip (0: off)")->capture_default_str();
-  cmd->add_option("--bf16", o->bf16, "bf16 autocast")->capture_default_str();
+  cmd->add_option("--bf16", o->bf16, "bf16 autocast (default: on where the CPU has AVX512_BF16)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Init and batch seed")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads")->capture_default_str();
   cmd->add_option("--log-every", o->log_every, "Progress period (steps)")->capture_default_str();
@@ -87,7 +87,7 @@ void add_eagle3_command(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup, "Warm-up steps")->capture_default_str();
   cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay")->capture_default_str();
   cmd->add_option("--grad-clip", o->grad_clip, "Gradient norm clip (0: off)")->capture_default_str();
-  cmd->add_option("--bf16", o->bf16, "bf16 autocast")->capture_default_str();
+  cmd->add_option("--bf16", o->bf16, "bf16 autocast (default: on where the CPU has AVX512_BF16)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Init and batch seed")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads")->capture_default_str();
   cmd->add_option("--log-every", o->log_every, "Progress period (steps)")->capture_default_str();
@@ -119,7 +119,7 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--min-temperature", o->sts.min_temperature, "Grid from this to its inverse")->capture_default_str();
   cmd->add_option("--tie-tolerance", o->sts.tie_tolerance, "ECE differences treated as ties (prefer T near 1)")
       ->capture_default_str();
-  cmd->add_option("--bf16", o->bf16, "bf16 autocast")->capture_default_str();
+  cmd->add_option("--bf16", o->bf16, "bf16 autocast (default: on where the CPU has AVX512_BF16)")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads")->capture_default_str();
   cmd->add_option("--write", o->write, "Write the temperatures into the config")->capture_default_str();
   cmd->callback([o] { run_calibration(*o); });

@@ -31,6 +31,7 @@
 
 #include "train/draft/regen_records.h"
 #include "train/draft/sts.h"
+#include "train/model/bf16_default.h"
 
 namespace dspark::train {
 
@@ -40,7 +41,7 @@ class DrafterImpl;
 struct DraftEvalOptions {
   int64_t max_anchors = 64;  // blocks per sequence at most
   int64_t batch = 4;         // sequences per forward
-  bool bf16 = true;          // autocast for target and drafter
+  bool bf16 = bf16_autocast_by_default();          // autocast for target and drafter
   int32_t pad_id = 0;
 };
 

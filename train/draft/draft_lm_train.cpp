@@ -311,7 +311,7 @@ void add_draft_lm_command(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup, "Warm-up steps")->capture_default_str();
   cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay")->capture_default_str();
   cmd->add_option("--grad-clip", o->grad_clip, "Gradient norm clip (0: off)")->capture_default_str();
-  cmd->add_option("--bf16", o->bf16, "bf16 autocast")->capture_default_str();
+  cmd->add_option("--bf16", o->bf16, "bf16 autocast (default: on where the CPU has AVX512_BF16)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Batch seed")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads")->capture_default_str();
   cmd->add_option("--log-every", o->log_every, "Progress period (steps)")->capture_default_str();

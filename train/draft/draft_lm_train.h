@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "train/model/bf16_default.h"
 #include "train/step_loop.h"
 
 namespace CLI {
@@ -45,7 +46,7 @@ struct DraftLmTrainOptions {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double grad_clip = 1.0;
-  bool bf16 = true;
+  bool bf16 = bf16_autocast_by_default();
   uint64_t seed = 42;
   int threads = 2;
   int64_t log_every = 10;

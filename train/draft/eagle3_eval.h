@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "train/draft/regen_records.h"
+#include "train/model/bf16_default.h"
 
 namespace dspark::train {
 
@@ -28,7 +29,7 @@ struct Eagle3EvalOptions {
   int64_t max_chains = 64;   // chains per sequence at most
   int64_t batch = 4;         // sequences per target pass
   int64_t chain_batch = 64;  // chains drafted together
-  bool bf16 = true;
+  bool bf16 = bf16_autocast_by_default();
   int32_t pad_id = 0;
 };
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "train/model/bf16_default.h"
 #include "train/step_loop.h"
 
 namespace CLI {
@@ -52,7 +53,7 @@ struct Eagle3TrainOptions {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double grad_clip = 1.0;
-  bool bf16 = true;
+  bool bf16 = bf16_autocast_by_default();
   uint64_t seed = 42;
   int threads = 2;
   // reporting

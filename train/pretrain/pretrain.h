@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "train/model/bf16_default.h"
 #include "train/step_loop.h"
 
 namespace CLI {
@@ -53,7 +54,7 @@ struct PretrainOptions {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double grad_clip = 1.0;        // global L2 norm; 0 disables
-  bool bf16 = true;              // CPU autocast to bf16 for the matmuls
+  bool bf16 = bf16_autocast_by_default();              // CPU autocast to bf16 for the matmuls
   uint64_t seed = 1234;          // weights init and batch sampling
   int threads = 2;               // at::set_num_threads
   // reporting

@@ -112,7 +112,9 @@ void add_pretrain_command(CLI::App& app) {
   cmd->add_option("--beta1", o->beta1, "AdamW beta1")->capture_default_str();
   cmd->add_option("--beta2", o->beta2, "AdamW beta2")->capture_default_str();
   cmd->add_option("--grad-clip", o->grad_clip, "max global gradient norm (0: off)")->capture_default_str();
-  cmd->add_flag("--bf16,!--f32", o->bf16, "bf16 autocast for matmuls (default) or pure f32")->capture_default_str();
+  cmd->add_flag("--bf16,!--f32", o->bf16,
+                "bf16 autocast for matmuls or pure f32 (default: bf16 where the CPU has AVX512_BF16)")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "init and batch-sampling seed")->capture_default_str();
   cmd->add_option("--threads", o->threads, "intra-op threads")->capture_default_str();
   cmd->add_option("--log-every", o->log_every, "progress line period (steps)")->capture_default_str();
