@@ -96,6 +96,10 @@ float DrafterConfig::confidence_temperature(int32_t j, bool sampled) const {
   return j < static_cast<int32_t>(t.size()) ? t[j] : 1.0f;
 }
 
+float DrafterConfig::confidence_repeat_shift(bool agrees) const {
+  return confidence_repeat_shifts.empty() ? 0.0f : confidence_repeat_shifts[agrees ? 1 : 0];
+}
+
 DrafterConfig DrafterConfig::from_json(const json& root, const std::string& source) {
   const JsonFields r = reader(root, source);
   DrafterConfig c;
@@ -129,6 +133,9 @@ DrafterConfig DrafterConfig::from_json(const json& root, const std::string& sour
   }
   for (const double t : r.get_numbers("confidence_temperatures_sampled")) {
     c.confidence_temperatures_sampled.push_back(static_cast<float>(t));
+  }
+  for (const double t : r.get_numbers("confidence_repeat_shifts")) {
+    c.confidence_repeat_shifts.push_back(static_cast<float>(t));
   }
   DSPARK_CHECK(c.block_size >= 1, "{}: field 'block_size' must be positive, got {}", source, c.block_size);
   c.speculative_tokens = c.num_drafts();
@@ -179,6 +186,14 @@ void DrafterConfig::validate(const std::string& source) const {
     DSPARK_CHECK(temps->empty() || enable_confidence_head, "{}: {} given but enable_confidence_head is false",
                  source, field);
   }
+  DSPARK_CHECK(confidence_repeat_shifts.empty() || confidence_repeat_shifts.size() == 2,
+               "{}: field 'confidence_repeat_shifts' has {} entries; it takes 2 (disagree, agree)", source,
+               confidence_repeat_shifts.size());
+  for (float v : confidence_repeat_shifts) {
+    DSPARK_CHECK(std::isfinite(v), "{}: confidence_repeat_shifts entry {} must be finite", source, v);
+  }
+  DSPARK_CHECK(confidence_repeat_shifts.empty() || enable_confidence_head,
+               "{}: confidence_repeat_shifts given but enable_confidence_head is false", source);
   DSPARK_CHECK(speculative_tokens >= 1 && speculative_tokens <= num_drafts(),
                "{}: speculators_config speculative_tokens {} must be within 1..{} (the drafts of one block)", source,
                speculative_tokens, num_drafts());
@@ -222,15 +237,14 @@ json DrafterConfig::to_json() const {
   j["markov_head_type"] = markov_head_type;
   j["enable_confidence_head"] = enable_confidence_head;
   j["confidence_head_with_markov"] = confidence_head_with_markov;
-  if (!confidence_temperatures.empty()) {
-    json temps = json::array();
-    for (float t : confidence_temperatures) temps.push_back(float_for_json(t));
-    j["confidence_temperatures"] = temps;
-  }
-  if (!confidence_temperatures_sampled.empty()) {
-    json temps = json::array();
-    for (float t : confidence_temperatures_sampled) temps.push_back(float_for_json(t));
-    j["confidence_temperatures_sampled"] = temps;
+  for (const auto& [field, values] :
+       {std::pair<const char*, const std::vector<float>*>{"confidence_temperatures", &confidence_temperatures},
+        {"confidence_temperatures_sampled", &confidence_temperatures_sampled},
+        {"confidence_repeat_shifts", &confidence_repeat_shifts}}) {
+    if (values->empty()) continue;
+    json a = json::array();
+    for (float v : *values) a.push_back(float_for_json(v));
+    j[field] = a;
   }
   j["speculators_config"] = {
       {"algorithm", std::string(kind_name(kind))},

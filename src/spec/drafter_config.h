@@ -20,6 +20,16 @@
 //   confidence_temperatures_sampled  optional, the same for requests that sample (fitted
 //                            on sampled verification at temperature 1, whose drafts survive
 //                            less often than greedy ones). Absent = confidence_temperatures.
+//   confidence_repeat_shifts optional [2] finite floats [disagree, agree], for greedy
+//                            requests: added to the scaled logit, c_j = sigmoid(z_j / T_j +
+//                            shift), by whether drafts 1..j all equal the continuation the
+//                            context predicts by repeating itself (spec/tail_match.h). Greedy
+//                            decoding falls into loops where such drafts survive almost surely,
+//                            and STS fitted on all drafts at once is too sure of the others.
+//                            Fitted after STS (`dspark-train calibrate`). Absent = [0, 0].
+//                            Never for sampling requests: the shift looks at draft j itself,
+//                            and a sampled round's verified length must not depend on it (the
+//                            output would no longer follow the target's distribution).
 //   speculators_config       {algorithm, proposal_methods: [{proposal_type: "greedy",
 //                            speculative_tokens}], default_proposal_method,
 //                            verifier: {name_or_path, architectures}}
@@ -73,6 +83,7 @@ struct DrafterConfig {
   bool confidence_head_with_markov = false;   // confidence sees [h_j ; W₁[x_{j−1}]]
   std::vector<float> confidence_temperatures; // [num_drafts()] or empty (all 1)
   std::vector<float> confidence_temperatures_sampled;  // [num_drafts()] or empty (the greedy ones)
+  std::vector<float> confidence_repeat_shifts;  // [2] {disagree, agree} or empty (0, 0); greedy only
   int32_t speculative_tokens = 0;             // default drafts per round (speculators_config)
   std::string verifier_name_or_path;
   std::vector<std::string> verifier_architectures;
@@ -83,6 +94,9 @@ struct DrafterConfig {
   std::vector<int32_t> capture_layers() const;
   // T_j for draft j (0-based) of a greedy or a sampling request; 1 when uncalibrated.
   float confidence_temperature(int32_t j, bool sampled = false) const;
+  // The logit shift of a greedy request's draft that agrees (or not) with the context's
+  // repeat continuation; 0 when uncalibrated.
+  float confidence_repeat_shift(bool agrees) const;
 
   static DrafterConfig from_json(const nlohmann::json& json, const std::string& source);
   // Reads DIR/config.json (or the file itself).

@@ -376,6 +376,14 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
   const int32_t first_slot = config_.sample_from_anchor ? 0 : 1;
   int32_t longest = 0;
   for (const Active& a : active_) longest = std::max(longest, a.num_drafts);
+  const bool repeat_shifts = heads_.has_confidence() && !config_.confidence_repeat_shifts.empty();
+  for (const Active& a : active_) {
+    SlotState& s = slots_[a.slot];
+    const DraftRequest& r = requests[a.request];
+    s.repeat = repeat_shifts && r.sampling->greedy() ? find_tail_match(r.tokens, kRepeatMinTail, kRepeatMaxTail)
+                                                     : TailMatch{};
+    s.repeat_agrees = s.repeat.found();
+  }
   for (int32_t j = 0; j < longest; ++j) {
     int64_t n = 0;
     for (const Active& a : active_) {
@@ -408,7 +416,10 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
         const float* h = x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_;
         const float z = heads_.confidence_logit(h, prev);
         s.confidence_logits[j] = z;
-        s.confidence[j] = 1.0f / (1.0f + std::exp(-z / config_.confidence_temperature(j, !sp.greedy())));
+        s.repeat_agrees = s.repeat_agrees && token == repeated_token(r.tokens, s.repeat, j);
+        const float shift = sp.greedy() ? config_.confidence_repeat_shift(s.repeat_agrees) : 0.0f;
+        s.confidence[j] =
+            1.0f / (1.0f + std::exp(-(z / config_.confidence_temperature(j, !sp.greedy()) + shift)));
       }
       s.drafts.push_back(token);
     }

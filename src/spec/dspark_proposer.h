@@ -54,6 +54,7 @@
 #include "spec/drafter_config.h"
 #include "spec/dspark_heads.h"
 #include "spec/proposer.h"
+#include "spec/tail_match.h"
 
 namespace dspark {
 
@@ -129,6 +130,8 @@ class DSparkProposer final : public Proposer {
     std::vector<float> probs;             // [num_drafts, vocab] q
     std::vector<float> confidence;        // [num_drafts] c_j
     std::vector<float> confidence_logits; // [num_drafts] z_j
+    TailMatch repeat;                     // this round's context tail found earlier (repeat shifts only)
+    bool repeat_agrees = false;           // drafts so far all equal the repeat continuation
   };
   struct Active {
     int32_t request;     // index into propose()'s arguments

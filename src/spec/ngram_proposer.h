@@ -1,20 +1,14 @@
 // Prompt-lookup drafting: propose the tokens that followed an earlier occurrence of the
 // sequence's own tail.
 //
-// For a sequence t_0..t_{N-1} (prompt + output so far), the proposer looks for an earlier
-// occurrence of the last n tokens t_{N-n}..t_{N-1}, trying n from max_n down to min_n
-// (the longest matching tail wins), and among the occurrences of that length takes the
-// most recent one (the one ending closest to the end; it may overlap the tail itself).
-// The proposal is the up to num_speculative_tokens tokens that follow that occurrence,
-// cut at the end of the sequence. No match gives an empty proposal.
+// For a sequence t_0..t_{N-1} (prompt + output so far), the proposal is the up to
+// num_speculative_tokens tokens that follow the most recent earlier occurrence of its
+// longest matching tail of min_n..max_n tokens (spec/tail_match.h), cut at the end of the
+// sequence. No match gives an empty proposal.
 //
 // The proposal is a view into the caller's token array (no copy, no allocation), valid as
 // long as that array is. Drafts are deterministic, so they are verified as one-hot
 // drafts (VerifyInput::draft_probs = nullptr).
-//
-// Cost: one backward scan over the end positions, comparing at most max_n tokens at each,
-// so O(N * max_n) worst case and O(N) typically (most positions fail on the first
-// comparison); it stops early at the most recent full-length match.
 #pragma once
 
 #include <cstdint>

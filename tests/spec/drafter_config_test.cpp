@@ -134,6 +134,14 @@ TEST(DrafterConfig, WriterRoundTrips) {
   EXPECT_EQ(DrafterConfig::from_json(sampled.to_json(), "written"), sampled);
   EXPECT_EQ(sampled.confidence_temperature(2, /*sampled=*/true), 2.2f);
   EXPECT_EQ(sampled.confidence_temperature(2, /*sampled=*/false), 1.2f);
+  // Repeat shifts: absent = none; written and read back.
+  EXPECT_FALSE(c.to_json().contains("confidence_repeat_shifts"));
+  EXPECT_EQ(c.confidence_repeat_shift(true), 0.0f);
+  DrafterConfig shifted = c;
+  shifted.confidence_repeat_shifts = {-0.75f, 3.0f};
+  EXPECT_EQ(DrafterConfig::from_json(shifted.to_json(), "written"), shifted);
+  EXPECT_EQ(shifted.confidence_repeat_shift(false), -0.75f);
+  EXPECT_EQ(shifted.confidence_repeat_shift(true), 3.0f);
   DrafterConfig d = c;
   d.kind = DrafterKind::kDFlash;
   d.architecture = "DFlashDraftModel";
@@ -207,6 +215,16 @@ TEST(DrafterConfig, ParseErrorsNameTheField) {
        "'confidence_temperatures_sampled' has 1 entries; the drafter makes 7"},
       {[](json& j) { j["confidence_temperatures_sampled"] = {1, 1, 1, -1, 1, 1, 1}; },
        "confidence_temperatures_sampled entry -1 must be a positive"},
+      {[](json& j) { j["confidence_repeat_shifts"] = {1.0}; },
+       "'confidence_repeat_shifts' has 1 entries; it takes 2 (disagree, agree)"},
+      {[](json& j) { j["confidence_repeat_shifts"] = {1.0, "x"}; }, "'confidence_repeat_shifts'"},
+      {[](json& j) {
+         j["confidence_repeat_shifts"] = {-1.0, 2.0};
+         j.erase("confidence_temperatures");
+         j["enable_confidence_head"] = false;
+         j["confidence_head_with_markov"] = false;
+       },
+       "confidence_repeat_shifts given but enable_confidence_head is false"},
       {[](json& j) {
          j["confidence_temperatures_sampled"] = {1, 1, 1, 1, 1, 1, 1};
          j.erase("confidence_temperatures");

@@ -8,15 +8,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "core/rng.h"
 #include "loader/safetensors.h"
 #include "spec/drafter_fixtures.h"
 #include "spec/reference_drafter.h"
+#include "spec/tail_match.h"
 #include "support/tiny_models.h"
 
 namespace dspark {
@@ -383,6 +386,56 @@ TEST(DSparkProposer, MaxDraftsLimitsTheOutputNotTheBlock) {
   p->propose({&zero, 1}, {&none, 1});
   EXPECT_TRUE(none.tokens.empty());
   EXPECT_TRUE(p->inspect(0).logits.empty());
+}
+
+// confidence_repeat_shifts: a greedy request's c_j moves by the agree shift while drafts
+// 1..j repeat what followed the context's tail earlier, by the disagree shift otherwise; a
+// sampling request's confidences never move (its verified length must not depend on draft j).
+TEST(DSparkProposer, RepeatShiftsMoveGreedyConfidencesOnly) {
+  DrafterSetup s = make_setup(DrafterKind::kDSpark, "repeat-shifts");
+  s.config.confidence_repeat_shifts = {-0.75f, 3.0f};
+  std::ofstream(s.drafter_dir / "config.json") << s.config.to_json().dump(2);
+  auto p = make_proposer(s, DType::kF32);
+  observe(*p, 0, random_context(s, 12, 31), 0, 12);
+  const SamplingParams greedy = greedy_params();
+  // The drafts depend on the hidden states and the anchor (the last token) only, so two
+  // contexts with the same anchor get the same drafts.
+  std::vector<int32_t> plain(13);
+  for (int32_t i = 0; i < 13; ++i) plain[i] = 40 + i;  // no token repeats: no tail match
+  auto propose = [&](const std::vector<int32_t>& tokens, const SamplingParams& sp) {
+    const DraftRequest r{0, tokens, &sp, nullptr, 4};
+    Draft d;
+    p->propose({&r, 1}, {&d, 1});
+    return d;
+  };
+  auto expect_confidences = [&](const Draft& d, int32_t agreeing, bool shifted) {
+    for (int32_t j = 0; j < static_cast<int32_t>(d.tokens.size()); ++j) {
+      const float z = p->inspect(0).confidence_logits[j];
+      const float shift = shifted ? s.config.confidence_repeat_shift(j < agreeing) : 0.0f;
+      EXPECT_FLOAT_EQ(d.confidence[j], 1.0f / (1.0f + std::exp(-(z / s.config.confidence_temperature(j) + shift))))
+          << "draft " << j + 1;
+    }
+  };
+  const Draft first = propose(plain, greedy);
+  const std::vector<int32_t> drafts(first.tokens.begin(), first.tokens.end());
+  ASSERT_EQ(drafts.size(), 4u);
+  expect_confidences(first, 0, true);
+  // The tail "51 52" occurred before, followed by the first two drafts and then another token.
+  std::vector<int32_t> looping = plain;
+  looping[3] = 51;
+  looping[4] = 52;
+  looping[5] = drafts[0];
+  looping[6] = drafts[1];
+  looping[7] = (drafts[2] + 1) % 97;
+  ASSERT_EQ(leading_repeat_agreement(looping, drafts, kRepeatMinTail, kRepeatMaxTail), 2);
+  const Draft again = propose(looping, greedy);
+  ASSERT_EQ(std::vector<int32_t>(again.tokens.begin(), again.tokens.end()), drafts);
+  expect_confidences(again, 2, true);
+  SamplingParams sampled;
+  sampled.temperature = 1.0f;
+  sampled.seed = 3;
+  sampled.position_keyed = true;
+  expect_confidences(propose(looping, sampled), 4, false);
 }
 
 TEST(DSparkProposer, CapabilitiesAndLayers) {

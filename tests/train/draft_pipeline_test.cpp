@@ -296,7 +296,7 @@ TEST_F(DraftPipelineTest, InitFromAnEarlierDrafterStartsFromItsWeights) {
   DraftTrainOptions first = train_options("warm_source");
   first.steps = 20;
   const DraftTrainResult a = run_draft_training(first);
-  write_confidence_temperatures(root_ / "warm_source", {0.5f, 0.6f, 0.7f, 0.8f});  // as if calibrated
+  write_confidence_calibration(root_ / "warm_source", {0.5f, 0.6f, 0.7f, 0.8f});  // as if calibrated
 
   DraftTrainOptions next = train_options("warm_next");
   next.init_from = root_ / "warm_source" / "drafter";

@@ -110,7 +110,7 @@ TEST_P(DrafterParityTest, EngineProposerMatchesTheTrainerModule) {
   std::vector<float> temps;
   if (dc.enable_confidence_head) {
     for (int j = 0; j < dc.num_drafts(); ++j) temps.push_back(0.5f + 0.25f * static_cast<float>(j));
-    write_confidence_temperatures(root_ / "drafter", temps);
+    write_confidence_calibration(root_ / "drafter", temps);
   }
 
   // One sequence of n tokens: the anchor is the last one, context = positions 0..n−2.

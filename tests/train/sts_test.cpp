@@ -2,6 +2,7 @@
 // survival probabilities), and a confidence head that is miscalibrated by construction (the
 // true survival probability of draft j is sigmoid(z_j / T*_j)) gets its temperatures back
 // within 15% and its ECE reduced, from sampled outcomes and from the probabilities alike.
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -130,6 +131,77 @@ TEST(StsTest, CumulativeSurvivalUsesTemperatures) {
   EXPECT_NEAR(a[0], sigmoid(1.0), 1e-12);
   EXPECT_NEAR(a[1], sigmoid(1.0) * sigmoid(-2.0), 1e-12);
   EXPECT_THROW(sequential_temperature_scaling(ConfidenceData{}), Error);
+}
+
+// Blocks whose survival follows sigmoid(z_j / T_j + shift) with a larger shift for the drafts
+// that agree with the repeat continuation (the first m of each block, m random).
+ConfidenceData with_repeat_agreement(const std::vector<float>& temperatures, double disagree, double agree, int64_t n,
+                                     uint64_t seed) {
+  ConfidenceData d;
+  d.num_drafts = static_cast<int64_t>(temperatures.size());
+  Rng rng(seed);
+  for (int64_t b = 0; b < n; ++b) {
+    const auto m = static_cast<int32_t>(rng.next_u64() % (temperatures.size() + 1)) * (rng.uniform() < 0.4 ? 1 : 0);
+    d.repeat_agreement.push_back(m);
+    float alive = 1;
+    for (size_t j = 0; j < temperatures.size(); ++j) {
+      const double z = 4.0 * rng.uniform() - 1.0;
+      d.logits.push_back(static_cast<float>(z));
+      const double shift = static_cast<int32_t>(j) < m ? agree : disagree;
+      alive = alive > 0 && rng.uniform() < sigmoid(z / temperatures[j] + shift) ? 1.0f : 0.0f;
+      d.survival.push_back(alive);
+    }
+  }
+  return d;
+}
+
+TEST(RepeatShiftsTest, RecoversTheShiftsOfBothGroups) {
+  const std::vector<float> t = {1.0f, 0.8f, 1.2f, 0.9f};
+  const ConfidenceData d = with_repeat_agreement(t, -0.7, 2.5, 40000, 5);
+  const std::array<float, 2> shifts = fit_repeat_shifts(d, t);
+  EXPECT_NEAR(shifts[0], -0.7, 0.05);
+  EXPECT_NEAR(shifts[1], 2.5, 0.15);
+  // With the shifts the predictions are calibrated at every position; without, they are not.
+  const auto with = calibration_report(d, t, kDefaultEceBins, shifts);
+  const auto without = calibration_report(d, t);
+  for (size_t j = 0; j < t.size(); ++j) {
+    EXPECT_NEAR(with[j].mean_predicted, with[j].mean_observed, 0.01) << j;
+    EXPECT_LT(with[j].ece, without[j].ece) << j;
+  }
+}
+
+TEST(RepeatShiftsTest, StayFiniteWhenAGroupAlwaysSurvivesAndZeroWhenEmpty) {
+  ConfidenceData d;
+  d.num_drafts = 2;
+  // Two blocks whose agreeing drafts all survive; no block has a disagreeing reached draft
+  // other than the second block's last.
+  d.logits = {0.0f, 0.0f, 0.0f, 0.0f};
+  d.survival = {1, 1, 1, 0};
+  d.repeat_agreement = {2, 1};
+  const std::array<float, 2> shifts = fit_repeat_shifts(d, {});
+  EXPECT_TRUE(std::isfinite(shifts[1]));
+  EXPECT_GT(shifts[1], 3.0f);
+  EXPECT_LT(shifts[0], -2.5f);
+  d.repeat_agreement = {0, 0};
+  d.survival = {0, 0, 0, 0};  // only first drafts are reached, none agrees
+  EXPECT_EQ(fit_repeat_shifts(d, {})[1], 0.0f);
+}
+
+TEST(RepeatShiftsTest, CumulativeSurvivalAppliesTheShiftOfEachDraft) {
+  ConfidenceData d;
+  d.num_drafts = 2;
+  d.logits = {2.0f, -1.0f};
+  d.survival = {1, 0};
+  d.repeat_agreement = {1};
+  const std::vector<float> t = {2.0f, 0.5f};
+  const std::vector<float> shifts = {-0.5f, 1.5f};
+  const auto a = cumulative_survival(d, t, shifts);
+  EXPECT_NEAR(a[0], sigmoid(1.0 + 1.5), 1e-12);
+  EXPECT_NEAR(a[1], sigmoid(1.0 + 1.5) * sigmoid(-2.0 - 0.5), 1e-12);
+  d.repeat_agreement = {};
+  EXPECT_THROW(cumulative_survival(d, t, shifts), Error);  // shifts without the agreement
+  d.repeat_agreement = {1, 2};
+  EXPECT_THROW(cumulative_survival(d, t), Error);  // one agreement per block
 }
 
 }  // namespace

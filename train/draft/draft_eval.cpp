@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "spec/tail_match.h"
 #include "train/draft/draft_batch.h"
 #include "train/draft/draft_step.h"
 #include "train/draft/drafter.h"
@@ -28,6 +29,7 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
   r.confidence.num_drafts = d;
   r.confidence_sampled.num_drafts = d;
   std::vector<double> survived(d, 0.0), alpha_sum(d, 0.0);
+  std::vector<int32_t> drafted(static_cast<size_t>(d));  // [D] one block's greedy drafts
   double accepted_sum = 0, tau_expected_sum = 0, tau_expected_sampled_sum = 0, ce_sum = 0;
   int64_t ce_count = 0;
   const std::vector<int64_t> layers = drafter.capture_layers();
@@ -135,7 +137,13 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
         for (int64_t j = 0; j < d; ++j) {
           r.confidence.logits.push_back(zp[base + j]);
           r.confidence.survival.push_back(j < accepted ? 1.0f : 0.0f);
+          drafted[static_cast<size_t>(j)] = static_cast<int32_t>(xp[base + j]);
         }
+        // The context the engine would draft in: the sequence up to and including the anchor.
+        const std::span<const int32_t> tokens = rows[static_cast<size_t>(blk / x.size(1))]->tokens;
+        const auto anchor = static_cast<size_t>(batch.anchors[static_cast<size_t>(blk)]);
+        r.confidence.repeat_agreement.push_back(
+            leading_repeat_agreement(tokens.first(anchor + 1), drafted, kRepeatMinTail, kRepeatMaxTail));
       }
     }
   }

@@ -22,7 +22,8 @@
 //   temperature-1 request drafts in (greedy answers' contexts are far more predictable).
 // Confidence data (DSpark with a confidence head), for greedy verification: z_1..z_D and the
 // outcome s_j of every determinable block, as the engine would compute them (drafted
-// previous tokens); for sampled verification at temperature 1: z_j teacher forced (previous
+// previous tokens), and how many of its drafts agree with the context's repeat
+// continuation (spec/tail_match.h); for sampled verification at temperature 1: z_j teacher forced (previous
 // token = the stored one) and the survival probability s_j = ∏_{i≤j} α_i of every block.
 #pragma once
 

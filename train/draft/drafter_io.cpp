@@ -137,6 +137,7 @@ void save_drafter_checkpoint(const fs::path& run_dir, const DrafterImpl& drafter
   DrafterConfig config = drafter.config();
   config.confidence_temperatures.clear();  // a training checkpoint is uncalibrated
   config.confidence_temperatures_sampled.clear();
+  config.confidence_repeat_shifts.clear();
   config.layer.torch_dtype = "float32";
   save_checkpoint_files(run_dir, config.to_json(), drafter_tensors_to_write(drafter, DType::kF32), optimizer, state);
 }
@@ -174,12 +175,13 @@ void export_drafter(const DrafterImpl& drafter, const fs::path& out_dir, const D
   write_json_atomic(out_dir / "config.json", config.to_json());
 }
 
-void write_confidence_temperatures(const fs::path& dir, const std::vector<float>& greedy,
-                                   const std::vector<float>& sampled) {
+void write_confidence_calibration(const fs::path& dir, const std::vector<float>& greedy,
+                                  const std::vector<float>& sampled, const std::vector<float>& repeat_shifts) {
   const fs::path file = drafter_weights_dir(dir) / "config.json";
   DrafterConfig config = DrafterConfig::from_file(file);
   config.confidence_temperatures = greedy;
   config.confidence_temperatures_sampled = sampled;
+  config.confidence_repeat_shifts = repeat_shifts;
   config.validate(file.string());
   write_json_atomic(file, config.to_json());
 }

@@ -76,10 +76,11 @@ void export_drafter(const std::filesystem::path& checkpoint, const std::filesyst
 void export_drafter(const DrafterImpl& drafter, const std::filesystem::path& out_dir,
                     const DrafterExportOptions& options);
 
-// Rewrites DIR/config.json with new confidence temperatures for greedy and for sampling
-// requests (atomically; an empty `sampled` leaves sampling requests on the greedy ones).
-void write_confidence_temperatures(const std::filesystem::path& dir, const std::vector<float>& greedy,
-                                   const std::vector<float>& sampled = {});
+// Rewrites DIR/config.json with a new confidence calibration (atomically): temperatures for
+// greedy and for sampling requests (an empty `sampled` leaves sampling requests on the
+// greedy ones) and greedy requests' repeat shifts (empty: none).
+void write_confidence_calibration(const std::filesystem::path& dir, const std::vector<float>& greedy,
+                                  const std::vector<float>& sampled = {}, const std::vector<float>& repeat_shifts = {});
 
 // True when a run/checkpoint/export directory holds a drafter (speculators config).
 bool is_drafter_checkpoint(const std::filesystem::path& dir);

@@ -16,6 +16,16 @@ void check_data(const ConfidenceData& d) {
   DSPARK_CHECK(d.logits.size() == d.survival.size() && d.logits.size() % static_cast<size_t>(d.num_drafts) == 0,
                "calibration data: {} logits and {} survival labels for {} drafts per block", d.logits.size(),
                d.survival.size(), d.num_drafts);
+  DSPARK_CHECK(d.repeat_agreement.empty() || static_cast<int64_t>(d.repeat_agreement.size()) == d.num_blocks(),
+               "calibration data: {} repeat agreements for {} blocks", d.repeat_agreement.size(), d.num_blocks());
+}
+
+// The shift of block b's draft j (0-based) under repeat_shifts {disagree, agree}.
+double repeat_shift(const ConfidenceData& d, std::span<const float> repeat_shifts, int64_t b, int64_t j) {
+  if (repeat_shifts.empty()) return 0.0;
+  DSPARK_CHECK(repeat_shifts.size() == 2, "repeat shifts: {} values, expected 2", repeat_shifts.size());
+  DSPARK_CHECK(!d.repeat_agreement.empty(), "repeat shifts need the blocks' repeat agreement");
+  return repeat_shifts[j < d.repeat_agreement[b] ? 1 : 0];
 }
 
 }  // namespace
@@ -40,7 +50,8 @@ double expected_calibration_error(std::span<const double> predicted, std::span<c
   return ece / static_cast<double>(predicted.size());
 }
 
-std::vector<double> cumulative_survival(const ConfidenceData& d, std::span<const float> temperatures) {
+std::vector<double> cumulative_survival(const ConfidenceData& d, std::span<const float> temperatures,
+                                        std::span<const float> repeat_shifts) {
   check_data(d);
   const int64_t n = d.num_blocks(), k = d.num_drafts;
   std::vector<double> out(static_cast<size_t>(n * k));
@@ -48,7 +59,7 @@ std::vector<double> cumulative_survival(const ConfidenceData& d, std::span<const
     double a = 1.0;
     for (int64_t j = 0; j < k; ++j) {
       const double t = j < static_cast<int64_t>(temperatures.size()) ? temperatures[j] : 1.0;
-      a *= sigmoid(d.logits[b * k + j] / t);
+      a *= sigmoid(d.logits[b * k + j] / t + repeat_shift(d, repeat_shifts, b, j));
       out[b * k + j] = a;
     }
   }
@@ -56,8 +67,8 @@ std::vector<double> cumulative_survival(const ConfidenceData& d, std::span<const
 }
 
 std::vector<PositionCalibration> calibration_report(const ConfidenceData& d, std::span<const float> temperatures,
-                                                    int num_bins) {
-  const std::vector<double> a = cumulative_survival(d, temperatures);
+                                                    int num_bins, std::span<const float> repeat_shifts) {
+  const std::vector<double> a = cumulative_survival(d, temperatures, repeat_shifts);
   const int64_t n = d.num_blocks(), k = d.num_drafts;
   std::vector<PositionCalibration> out(static_cast<size_t>(k));
   std::vector<double> pred(static_cast<size_t>(n));
@@ -115,6 +126,37 @@ StsResult sequential_temperature_scaling(const ConfidenceData& d, const StsOptio
   }
   result.after = calibration_report(d, result.temperatures, o.num_bins);
   return result;
+}
+
+std::array<float, 2> fit_repeat_shifts(const ConfidenceData& d, std::span<const float> temperatures) {
+  check_data(d);
+  const int64_t n = d.num_blocks(), k = d.num_drafts;
+  DSPARK_CHECK(!d.repeat_agreement.empty(), "repeat shifts: the calibration data has no repeat agreement");
+  constexpr double kPriorPrecision = 0.01;  // N(0, 100): keeps δ finite, moves a fitted δ by < 1e-3
+  std::array<float, 2> shifts{0.0f, 0.0f};
+  for (int group = 0; group < 2; ++group) {
+    double delta = 0;
+    bool any = false;
+    for (int iteration = 0; iteration < 100; ++iteration) {
+      double gradient = -kPriorPrecision * delta, curvature = kPriorPrecision;
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t j = 0; j < k; ++j) {
+          if (j > 0 && d.survival[b * k + j - 1] < 0.5f) break;  // not reached
+          if ((j < d.repeat_agreement[b] ? 1 : 0) != group) continue;
+          const double t = j < static_cast<int64_t>(temperatures.size()) ? temperatures[j] : 1.0;
+          const double p = sigmoid(d.logits[b * k + j] / t + delta);
+          gradient += d.survival[b * k + j] - p;
+          curvature += p * (1.0 - p);
+          any = true;
+        }
+      }
+      const double step = std::clamp(gradient / curvature, -2.0, 2.0);  // no overshoot on near-separable data
+      delta += step;
+      if (std::abs(step) < 1e-7) break;
+    }
+    shifts[group] = any ? static_cast<float>(delta) : 0.0f;
+  }
+  return shifts;
 }
 
 }  // namespace dspark::train

@@ -20,6 +20,7 @@
 // ranking of blocks by c_j is untouched. The engine applies c_j = sigmoid(z_j / T_j).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -32,6 +33,9 @@ struct ConfidenceData {
   int64_t num_drafts = 0;         // D
   std::vector<float> logits;      // [n, D] z_j
   std::vector<float> survival;    // [n, D] s_j in [0, 1]
+  // [n] drafts 1..m of the block equal the continuation its context predicts by repeating
+  // itself (spec/tail_match.h), for the repeat shifts; empty when not known.
+  std::vector<int32_t> repeat_agreement;
 
   int64_t num_blocks() const { return num_drafts > 0 ? static_cast<int64_t>(logits.size()) / num_drafts : 0; }
 };
@@ -39,8 +43,11 @@ struct ConfidenceData {
 double expected_calibration_error(std::span<const double> predicted, std::span<const float> observed,
                                   int num_bins = kDefaultEceBins);
 
-// a_j for every block: [n, D].
-std::vector<double> cumulative_survival(const ConfidenceData& data, std::span<const float> temperatures);
+// a_j for every block: [n, D]. With repeat_shifts {disagree, agree} (DrafterConfig::
+// confidence_repeat_shifts; needs data.repeat_agreement) the conditional terms are
+// sigmoid(z_j / T_j + shift).
+std::vector<double> cumulative_survival(const ConfidenceData& data, std::span<const float> temperatures,
+                                        std::span<const float> repeat_shifts = {});
 
 struct PositionCalibration {
   double ece = 0;             // of a_j against s_j
@@ -49,7 +56,8 @@ struct PositionCalibration {
 };
 // Per position j = 1..D under the given temperatures (empty = all 1).
 std::vector<PositionCalibration> calibration_report(const ConfidenceData& data, std::span<const float> temperatures,
-                                                    int num_bins = kDefaultEceBins);
+                                                    int num_bins = kDefaultEceBins,
+                                                    std::span<const float> repeat_shifts = {});
 
 struct StsOptions {
   int num_bins = kDefaultEceBins;
@@ -65,5 +73,12 @@ struct StsResult {
 };
 
 StsResult sequential_temperature_scaling(const ConfidenceData& data, const StsOptions& options = {});
+
+// Repeat shifts fitted after STS, on outcomes (greedy verification: survival 0 or 1) with
+// data.repeat_agreement: for the drafts that disagree and those that agree, the δ that
+// maximises the likelihood of every reached draft's outcome (drafts 1..j−1 survived) under
+// c_j = sigmoid(z_j / T_j + δ), with a weak N(0, 100) prior that keeps δ finite when a group
+// always (or never) survives. {disagree, agree}; a group with no reached draft gets 0.
+std::array<float, 2> fit_repeat_shifts(const ConfidenceData& data, std::span<const float> temperatures);
 
 }  // namespace dspark::train
