@@ -225,8 +225,12 @@ TEST_F(DraftPipelineTest, DSparkTrainingReducesTheLossAndExports) {
   ASSERT_EQ(cal.sts.temperatures.size(), 4u);
   EXPECT_EQ(cal.written.size(), 2u);
   const DrafterConfig calibrated = DrafterConfig::from_file(root_ / "dspark" / "drafter");
-  EXPECT_EQ(calibrated.confidence_temperatures, cal.sts.temperatures);
   EXPECT_LE(cal.sts.after[0].ece, cal.sts.before[0].ece + 1e-12);  // T = 1 is on the grid
+  // What is written: temperatures fitted together with the repeat shifts.
+  const RepeatCalibration& rc = cal.with_repeat_shifts;
+  EXPECT_EQ(calibrated.confidence_temperatures, rc.sts.temperatures);
+  EXPECT_EQ(calibrated.confidence_repeat_shifts, std::vector<float>(rc.shifts.begin(), rc.shifts.end()));
+  for (float shift : rc.shifts) EXPECT_TRUE(std::isfinite(shift));
   // Sampled verification: every full block counts, its survival a probability.
   EXPECT_GE(cal.num_sampled_blocks, cal.num_blocks);
   ASSERT_EQ(cal.sts_sampled.temperatures.size(), 4u);

@@ -204,5 +204,17 @@ TEST(RepeatShiftsTest, CumulativeSurvivalAppliesTheShiftOfEachDraft) {
   EXPECT_THROW(cumulative_survival(d, t), Error);  // one agreement per block
 }
 
+TEST(RepeatShiftsTest, FittedInTurnWithTemperatures) {
+  const std::vector<float> t = {0.6f, 1.5f, 0.8f};
+  const ConfidenceData d = with_repeat_agreement(t, -0.6, 2.0, 40000, 9);
+  const RepeatCalibration rc = fit_temperatures_and_repeat_shifts(d);
+  EXPECT_NEAR(rc.shifts[0], -0.6, 0.15);
+  EXPECT_NEAR(rc.shifts[1], 2.0, 0.3);
+  for (size_t j = 0; j < t.size(); ++j) {
+    EXPECT_NEAR(rc.sts.temperatures[j], t[j], 0.15 * t[j]) << j;
+    EXPECT_LT(rc.sts.after[j].ece, 0.01) << j;
+  }
+}
+
 }  // namespace
 }  // namespace dspark::train

@@ -90,9 +90,7 @@ CalibrateResult run_calibration(const CalibrateOptions& o) {
                     es.tau_expected, o.sts.num_bins));
   result.sts = sequential_temperature_scaling(e.confidence, o.sts);
   result.sts_sampled = sequential_temperature_scaling(es.confidence_sampled, o.sts);
-  result.repeat_shifts = fit_repeat_shifts(e.confidence, result.sts.temperatures);
-  result.after_repeat_shifts =
-      calibration_report(e.confidence, result.sts.temperatures, o.sts.num_bins, result.repeat_shifts);
+  result.with_repeat_shifts = fit_temperatures_and_repeat_shifts(e.confidence, o.sts);
   auto print_table = [&](const char* title, const StsResult& s) {
     print(title);
     print(" pos   T       ECE before  ECE after   mean a_j before  after   observed");
@@ -102,21 +100,26 @@ CalibrateResult run_calibration(const CalibrateOptions& o) {
                         s.after[j].mean_predicted, s.after[j].mean_observed));
     }
   };
-  print_table("greedy verification (confidence_temperatures):", result.sts);
+  print_table("greedy verification, STS alone:", result.sts);
+  const RepeatCalibration& rc = result.with_repeat_shifts;
   int64_t agreeing = 0;
   for (int32_t m : e.confidence.repeat_agreement) agreeing += m > 0;
-  print(fmt::format("greedy repeat shifts (confidence_repeat_shifts): disagree {:+.3f}, agree {:+.3f} ({} of {} blocks "
-                    "start with a draft that agrees with the repeat continuation)",
-                    result.repeat_shifts[0], result.repeat_shifts[1], agreeing, result.num_blocks));
-  print(" pos   ECE after STS  with shifts   mean a_j after STS  with shifts  observed");
-  for (size_t j = 0; j < result.after_repeat_shifts.size(); ++j) {
+  print(fmt::format("greedy verification with repeat shifts (confidence_temperatures, confidence_repeat_shifts): "
+                    "disagree {:+.3f}, agree {:+.3f} ({} of {} blocks start with a draft that agrees with the repeat "
+                    "continuation)",
+                    rc.shifts[0], rc.shifts[1], agreeing, result.num_blocks));
+  print(" pos   T       ECE STS alone  with shifts   mean a_j STS alone  with shifts  observed");
+  for (size_t j = 0; j < rc.sts.temperatures.size(); ++j) {
     const PositionCalibration& a = result.sts.after[j];
-    const PositionCalibration& s = result.after_repeat_shifts[j];
-    print(fmt::format(" {:<4}  {:<13.4f}  {:<12.4f}  {:<18.4f}  {:<11.4f}  {:.4f}", j + 1, a.ece, s.ece,
-                      a.mean_predicted, s.mean_predicted, s.mean_observed));
+    const PositionCalibration& s = rc.sts.after[j];
+    print(fmt::format(" {:<4}  {:<6.3f}  {:<13.4f}  {:<12.4f}  {:<18.4f}  {:<11.4f}  {:.4f}", j + 1,
+                      rc.sts.temperatures[j], a.ece, s.ece, a.mean_predicted, s.mean_predicted, s.mean_observed));
   }
   print_table("sampled verification at temperature 1 (confidence_temperatures_sampled):", result.sts_sampled);
-  const json report{{"temperatures", result.sts.temperatures},
+  const json report{{"temperatures", rc.sts.temperatures},
+                    {"repeat_shifts", rc.shifts},
+                    {"after_repeat_shifts", positions_json(rc.sts.after)},
+                    {"temperatures_without_repeat_shifts", result.sts.temperatures},
                     {"num_bins", o.sts.num_bins},
                     {"blocks", result.num_blocks},
                     {"sequences", e.num_sequences},
@@ -124,8 +127,6 @@ CalibrateResult run_calibration(const CalibrateOptions& o) {
                     {"tau_greedy", e.tau_greedy},
                     {"before", positions_json(result.sts.before)},
                     {"after", positions_json(result.sts.after)},
-                    {"repeat_shifts", result.repeat_shifts},
-                    {"after_repeat_shifts", positions_json(result.after_repeat_shifts)},
                     {"sampled",
                      {{"temperatures", result.sts_sampled.temperatures},
                       {"blocks", result.num_sampled_blocks},
@@ -136,8 +137,8 @@ CalibrateResult run_calibration(const CalibrateOptions& o) {
                       {"after", positions_json(result.sts_sampled.after)}}}};
   if (o.write) {
     for (const fs::path& dir : dirs) {
-      write_confidence_calibration(dir, result.sts.temperatures, result.sts_sampled.temperatures,
-                                   {result.repeat_shifts.begin(), result.repeat_shifts.end()});
+      write_confidence_calibration(dir, rc.sts.temperatures, result.sts_sampled.temperatures,
+                                   {rc.shifts.begin(), rc.shifts.end()});
       std::ofstream(dir / "calibration.json") << report.dump(2) << "\n";
       result.written.push_back(dir / "config.json");
       print(fmt::format("wrote confidence_temperatures, confidence_temperatures_sampled and confidence_repeat_shifts "

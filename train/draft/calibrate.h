@@ -11,8 +11,8 @@
 // requests (confidence_temperatures_sampled), the survival probabilities of sampled
 // verification at temperature 1, teacher forced, on the sampled answers. A record's kind
 // is its "temperature" field; records without one (older files) serve both fits, and
-// --greedy-data / --sampled-data name the files of each kind instead. After STS the greedy
-// fit also gets its repeat shifts (sts.h, fit_repeat_shifts). All of it goes into
+// --greedy-data / --sampled-data name the files of each kind instead. The greedy fit also
+// has repeat shifts, fitted in turn with its temperatures (sts.h). All of it goes into
 // DIR/config.json of the drafter given (an export, a checkpoint directory, or a run
 // directory: then both RUN/checkpoint and RUN/drafter when present), and a report with
 // per-position ECE before/after of both fits into DIR/calibration.json.
@@ -50,10 +50,9 @@ struct CalibrateOptions {
 };
 
 struct CalibrateResult {
-  StsResult sts;                  // greedy verification
+  StsResult sts;                  // greedy verification, STS alone (reported beside with_repeat_shifts)
   StsResult sts_sampled;          // sampled verification at temperature 1
-  std::array<float, 2> repeat_shifts{};  // greedy: {disagree, agree} after sts (sts.h)
-  std::vector<PositionCalibration> after_repeat_shifts;  // greedy, sts temperatures and repeat shifts
+  RepeatCalibration with_repeat_shifts;  // greedy verification, temperatures fitted with repeat shifts (written)
   int64_t num_blocks = 0;         // greedy-determinable blocks
   int64_t num_sampled_blocks = 0;
   int64_t num_greedy_sequences = 0;   // held-out sequences of each fit

@@ -88,7 +88,8 @@ std::vector<PositionCalibration> calibration_report(const ConfidenceData& d, std
   return out;
 }
 
-StsResult sequential_temperature_scaling(const ConfidenceData& d, const StsOptions& o) {
+StsResult sequential_temperature_scaling(const ConfidenceData& d, const StsOptions& o,
+                                         std::span<const float> repeat_shifts) {
   check_data(d);
   DSPARK_CHECK(o.grid_points >= 3 && o.grid_points % 2 == 1, "STS: grid_points must be odd and >= 3, got {}",
                o.grid_points);
@@ -112,7 +113,9 @@ StsResult sequential_temperature_scaling(const ConfidenceData& d, const StsOptio
     std::vector<double> ece(static_cast<size_t>(o.grid_points));
     double min_ece = 0;
     for (int i = 0; i < o.grid_points; ++i) {
-      for (int64_t b = 0; b < n; ++b) pred[b] = prefix[b] * sigmoid(d.logits[b * k + j] / grid[i]);
+      for (int64_t b = 0; b < n; ++b) {
+        pred[b] = prefix[b] * sigmoid(d.logits[b * k + j] / grid[i] + repeat_shift(d, repeat_shifts, b, j));
+      }
       ece[i] = expected_calibration_error(pred, obs, o.num_bins);
       min_ece = i == 0 ? ece[i] : std::min(min_ece, ece[i]);
     }
@@ -122,9 +125,12 @@ StsResult sequential_temperature_scaling(const ConfidenceData& d, const StsOptio
       if (best_t == 0 || std::abs(std::log(grid[i])) < std::abs(std::log(best_t))) best_t = grid[i];
     }
     result.temperatures.push_back(static_cast<float>(best_t));
-    for (int64_t b = 0; b < n; ++b) prefix[b] *= sigmoid(d.logits[b * k + j] / static_cast<double>(result.temperatures.back()));
+    for (int64_t b = 0; b < n; ++b) {
+      prefix[b] *= sigmoid(d.logits[b * k + j] / static_cast<double>(result.temperatures.back()) +
+                           repeat_shift(d, repeat_shifts, b, j));
+    }
   }
-  result.after = calibration_report(d, result.temperatures, o.num_bins);
+  result.after = calibration_report(d, result.temperatures, o.num_bins, repeat_shifts);
   return result;
 }
 
@@ -157,6 +163,17 @@ std::array<float, 2> fit_repeat_shifts(const ConfidenceData& d, std::span<const 
     shifts[group] = any ? static_cast<float>(delta) : 0.0f;
   }
   return shifts;
+}
+
+RepeatCalibration fit_temperatures_and_repeat_shifts(const ConfidenceData& d, const StsOptions& o, int rounds) {
+  DSPARK_CHECK(rounds >= 1, "repeat calibration: rounds must be >= 1, got {}", rounds);
+  RepeatCalibration out;
+  out.sts = sequential_temperature_scaling(d, o);
+  for (int round = 0; round < rounds; ++round) {
+    out.shifts = fit_repeat_shifts(d, out.sts.temperatures);
+    out.sts = sequential_temperature_scaling(d, o, out.shifts);
+  }
+  return out;
 }
 
 }  // namespace dspark::train

@@ -72,7 +72,9 @@ struct StsResult {
   std::vector<PositionCalibration> after;   // the chosen temperatures
 };
 
-StsResult sequential_temperature_scaling(const ConfidenceData& data, const StsOptions& options = {});
+// With repeat_shifts, the temperatures are fitted under those shifts (before: neither).
+StsResult sequential_temperature_scaling(const ConfidenceData& data, const StsOptions& options = {},
+                                         std::span<const float> repeat_shifts = {});
 
 // Repeat shifts fitted after STS, on outcomes (greedy verification: survival 0 or 1) with
 // data.repeat_agreement: for the drafts that disagree and those that agree, the δ that
@@ -80,5 +82,15 @@ StsResult sequential_temperature_scaling(const ConfidenceData& data, const StsOp
 // c_j = sigmoid(z_j / T_j + δ), with a weak N(0, 100) prior that keeps δ finite when a group
 // always (or never) survives. {disagree, agree}; a group with no reached draft gets 0.
 std::array<float, 2> fit_repeat_shifts(const ConfidenceData& data, std::span<const float> temperatures);
+
+// Temperatures and repeat shifts fitted in turn, from STS alone: shifts given the
+// temperatures, then STS under those shifts, `rounds` times (each shift moved less than
+// 0.01 by the last round on the eval data tried). sts.after applies both.
+struct RepeatCalibration {
+  StsResult sts;
+  std::array<float, 2> shifts{};  // {disagree, agree}
+};
+RepeatCalibration fit_temperatures_and_repeat_shifts(const ConfidenceData& data, const StsOptions& options = {},
+                                                     int rounds = 3);
 
 }  // namespace dspark::train
