@@ -12,6 +12,7 @@
 #include "core/threads.h"
 #include "engine/step_profile.h"
 #include "kernels/isa.h"
+#include "spec/tail_match.h"
 
 namespace dspark::cli {
 
@@ -90,6 +91,12 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
                   "DSpark/DFlash/EAGLE-3 drafter: committed positions per request whose context projection waits "
                   "for its next draft (0 = at once, -1 = about 64 MiB over all requests)")
       ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
+  cmd->add_option("--repeat-lookup-min-match", s.repeat_lookup_min_match,
+                  "DSpark/DFlash drafter: a greedy request whose last tokens occurred earlier, matching at least "
+                  "this many (up to 16), drafts what followed them, read as a loop, instead of running the drafter "
+                  "(0 = never)")
+      ->check(CLI::Range(0, static_cast<int>(kRepeatMaxTail)))
       ->capture_default_str();
   cmd->add_option_function<std::string>(
          "--draft-quantization", [&s](const std::string& q) { if (q != "auto") s.quantization = parse_quantization(q); },

@@ -93,6 +93,8 @@ void DSparkProposerOptions::validate() const {
   DSPARK_CHECK(max_pending_positions >= -1, "max_pending_positions must be >= -1, got {}", max_pending_positions);
   DSPARK_CHECK(kv_block_size >= 1, "kv_block_size must be >= 1, got {}", kv_block_size);
   DSPARK_CHECK(context_window >= 0, "context_window must be >= 0, got {}", context_window);
+  DSPARK_CHECK(repeat_lookup_min_match >= 0 && repeat_lookup_min_match <= kRepeatMaxTail,
+               "repeat_lookup_min_match must be within 0..{}, got {}", kRepeatMaxTail, repeat_lookup_min_match);
   DSPARK_CHECK(compute == DType::kBF16 || compute == DType::kF32, "compute dtype must be bf16 or f32, got {}",
                dtype_name(compute));
 }
@@ -330,6 +332,10 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
     DSPARK_CHECK(s.num_observed == context,
                  "slot {}: the drafter saw the hidden states of {} positions but {} tokens precede the anchor", r.slot,
                  s.num_observed, context);
+    if (draft_by_repeat_lookup(r, s)) {
+      drafts[i] = Draft{s.drafts, nullptr, heads_.has_confidence() ? s.confidence.data() : nullptr};
+      continue;
+    }
     DSPARK_CHECK(context + block_ <= rope_.max_positions(), "slot {}: a block at position {} passes the context {}",
                  r.slot, context, options_.max_model_len);
     DSPARK_CHECK(s.blocks.reserve_window(first_visible(context), context + block_, bs, allocator_),
@@ -368,6 +374,18 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
     const SlotState& s = slots_[a.slot];
     drafts[a.request] = Draft{s.drafts, s.probs.data(), heads_.has_confidence() ? s.confidence.data() : nullptr};
   }
+}
+
+bool DSparkProposer::draft_by_repeat_lookup(const DraftRequest& r, SlotState& s) {
+  if (options_.repeat_lookup_min_match <= 0 || !r.sampling->greedy()) return false;
+  const TailMatch match = find_tail_match(r.tokens, kRepeatMinTail, kRepeatMaxTail);
+  if (!match.found() || match.length < options_.repeat_lookup_min_match) return false;
+  const int32_t num_drafts = std::min(r.max_drafts, num_speculative_tokens_);
+  for (int32_t j = 0; j < num_drafts; ++j) {
+    s.drafts.push_back(repeated_token(r.tokens, match, j));
+    s.confidence[j] = kRepeatLookupConfidence;
+  }
+  return true;
 }
 
 // The sequential stage: position by position, every request still drafting gets its Markov

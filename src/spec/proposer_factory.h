@@ -32,6 +32,9 @@ inline constexpr int32_t kDefaultSpeculativeTokens = 5;
 // draft and its KV memory stay bounded however long the prompt (drafters are trained on
 // sequences of a few thousand tokens at most, so farther positions add cost, not accuracy).
 inline constexpr int64_t kDefaultDraftContextWindow = 2048;
+// Tail-match length from which a block drafter's greedy request drafts by repeat lookup:
+// replaying the eval sets' greedy rounds, 8 gave the best τ on most sets (docs/results.md).
+inline constexpr int32_t kDefaultRepeatLookupMinMatch = 8;
 
 struct SpeculatorOptions {
   std::string speculator;              // "ngram" or a model directory; empty = none
@@ -43,6 +46,9 @@ struct SpeculatorOptions {
   // DSpark/DFlash/EAGLE-3: committed positions per request whose context projection waits
   // for the request's next draft (0 = projected at once; -1 = about 64 MiB over all slots).
   int64_t draft_pending_positions = -1;
+  // DSpark/DFlash drafter: a greedy request whose context tail occurred earlier, at least
+  // this long, drafts the repeat continuation instead (0 = never; DSparkProposerOptions).
+  int32_t repeat_lookup_min_match = kDefaultRepeatLookupMinMatch;
   int64_t max_running = 1;             // the engine's max_running
   DType compute = DType::kBF16;        // draft model / drafter compute dtype
   // Draft model's / drafter's matmul weights; unset: as the target's (its --quantization,

@@ -438,6 +438,52 @@ TEST(DSparkProposer, RepeatShiftsMoveGreedyConfidencesOnly) {
   expect_confidences(propose(looping, sampled), 4, false);
 }
 
+// repeat_lookup_min_match: a greedy request whose tail matched far enough back drafts the
+// loop's continuation, one-hot and without a drafter pass; shorter matches and sampling
+// requests draft with the drafter as before.
+TEST(DSparkProposer, RepeatLookupDraftsTheLoopWithoutTheDrafter) {
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  DSparkProposerOptions o;
+  o.max_running = 4;
+  o.max_model_len = 128;
+  o.kv_block_size = 4;
+  o.compute = DType::kF32;
+  o.repeat_lookup_min_match = 8;
+  auto p = DSparkProposer::load(s.drafter_dir, s.target_dir, o);
+  observe(*p, 0, random_context(s, 12, 51), 0, 12);
+  // "1 2 3" three times and more: the tail matches 9 tokens ending 3 back.
+  const std::vector<int32_t> looping{40, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3};
+  const SamplingParams greedy = greedy_params();
+  const DraftRequest r{0, looping, &greedy, nullptr, 4};
+  Draft d;
+  p->propose({&r, 1}, {&d, 1});
+  EXPECT_EQ(std::vector<int32_t>(d.tokens.begin(), d.tokens.end()), (std::vector<int32_t>{1, 2, 3, 1}));
+  EXPECT_EQ(d.probs, nullptr);  // one-hot
+  ASSERT_NE(d.confidence, nullptr);
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(d.confidence[j], kRepeatLookupConfidence);
+  EXPECT_TRUE(p->inspect(0).logits.empty());  // no drafter pass
+  const DraftRequest two{0, looping, &greedy, nullptr, 2};
+  p->propose({&two, 1}, {&d, 1});
+  EXPECT_EQ(std::vector<int32_t>(d.tokens.begin(), d.tokens.end()), (std::vector<int32_t>{1, 2}));
+  // A match of 4 tokens is too short: the drafter drafts.
+  const std::vector<int32_t> short_loop{40, 41, 42, 43, 44, 45, 1, 2, 3, 1, 2, 3, 1};
+  const DraftRequest shorter{0, short_loop, &greedy, nullptr, 4};
+  p->propose({&shorter, 1}, {&d, 1});
+  EXPECT_NE(d.probs, nullptr);
+  EXPECT_FALSE(p->inspect(0).logits.empty());
+  // A sampling request always drafts with the drafter (its q is what verification needs).
+  SamplingParams sampled;
+  sampled.temperature = 1.0f;
+  sampled.seed = 3;
+  sampled.position_keyed = true;
+  const DraftRequest rs{0, looping, &sampled, nullptr, 4};
+  p->propose({&rs, 1}, {&d, 1});
+  EXPECT_NE(d.probs, nullptr);
+  EXPECT_FALSE(p->inspect(0).logits.empty());
+  o.repeat_lookup_min_match = 17;
+  EXPECT_THROW(DSparkProposer::load(s.drafter_dir, s.target_dir, o), Error);
+}
+
 TEST(DSparkProposer, CapabilitiesAndLayers) {
   auto dspark = make_proposer(setup(DrafterKind::kDSpark), DType::kF32);
   const ProposerCapabilities c = dspark->capabilities();
