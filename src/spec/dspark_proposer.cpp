@@ -377,12 +377,14 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
 }
 
 bool DSparkProposer::draft_by_repeat_lookup(const DraftRequest& r, SlotState& s) {
-  if (options_.repeat_lookup_min_match <= 0 || !r.sampling->greedy()) return false;
-  const TailMatch match = find_tail_match(r.tokens, kRepeatMinTail, kRepeatMaxTail);
-  if (!match.found() || match.length < options_.repeat_lookup_min_match) return false;
+  const bool shifts = heads_.has_confidence() && !config_.confidence_repeat_shifts.empty();
+  const bool lookup = options_.repeat_lookup_min_match > 0;
+  s.repeat = r.sampling->greedy() && (shifts || lookup) ? find_tail_match(r.tokens, kRepeatMinTail, kRepeatMaxTail)
+                                                        : TailMatch{};
+  if (!lookup || !s.repeat.found() || s.repeat.length < options_.repeat_lookup_min_match) return false;
   const int32_t num_drafts = std::min(r.max_drafts, num_speculative_tokens_);
   for (int32_t j = 0; j < num_drafts; ++j) {
-    s.drafts.push_back(repeated_token(r.tokens, match, j));
+    s.drafts.push_back(repeated_token(r.tokens, s.repeat, j));
     s.confidence[j] = kRepeatLookupConfidence;
   }
   return true;
@@ -394,14 +396,8 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
   const int32_t first_slot = config_.sample_from_anchor ? 0 : 1;
   int32_t longest = 0;
   for (const Active& a : active_) longest = std::max(longest, a.num_drafts);
-  const bool repeat_shifts = heads_.has_confidence() && !config_.confidence_repeat_shifts.empty();
-  for (const Active& a : active_) {
-    SlotState& s = slots_[a.slot];
-    const DraftRequest& r = requests[a.request];
-    s.repeat = repeat_shifts && r.sampling->greedy() ? find_tail_match(r.tokens, kRepeatMinTail, kRepeatMaxTail)
-                                                     : TailMatch{};
-    s.repeat_agrees = s.repeat.found();
-  }
+  // s.repeat was found by propose() (draft_by_repeat_lookup) for the repeat shifts.
+  for (const Active& a : active_) slots_[a.slot].repeat_agrees = slots_[a.slot].repeat.found();
   for (int32_t j = 0; j < longest; ++j) {
     int64_t n = 0;
     for (const Active& a : active_) {

@@ -82,9 +82,9 @@ struct DSparkProposerOptions {
   bool keep_base_logits = false;       // keep U_j for inspect() (tests, diagnostics)
   // A greedy request whose context tail occurred earlier with at least this many tokens
   // matched (spec/tail_match.h, up to kRepeatMaxTail) gets the repeat continuation as its
-  // drafts, one-hot, with confidence kRepeatLookupConfidence, and no drafter pass: text that
-  // loops keeps looping under greedy decoding, and the drafter, which sees 1 layer's worth of
-  // context, breaks loops it cannot see. 0 = never.
+  // drafts, one-hot, with confidence kRepeatLookupConfidence, and no drafter pass: greedy
+  // text that loops keeps looping, and the lookup continues a loop exactly where the drafter
+  // often breaks it. 0 = never.
   int32_t repeat_lookup_min_match = 0;
 
   void validate() const;
@@ -141,7 +141,7 @@ class DSparkProposer final : public Proposer {
     std::vector<float> probs;             // [num_drafts, vocab] q
     std::vector<float> confidence;        // [num_drafts] c_j
     std::vector<float> confidence_logits; // [num_drafts] z_j
-    TailMatch repeat;                     // this round's context tail found earlier (repeat shifts only)
+    TailMatch repeat;                     // this round's context tail found earlier (greedy requests)
     bool repeat_agrees = false;           // drafts so far all equal the repeat continuation
   };
   struct Active {
@@ -156,8 +156,9 @@ class DSparkProposer final : public Proposer {
   // stage_pending appends the slot's pending rows and empties its buffer; make_room
   // projects a full batch. Both return the new number of staged rows.
   int64_t stage_pending(SlotState& s, int64_t rows);
-  // Fills s.drafts (and s.confidence) with the repeat continuation when r qualifies for
-  // repeat lookup (DSparkProposerOptions::repeat_lookup_min_match); false otherwise.
+  // Finds s.repeat for a greedy request when repeat lookup or repeat shifts need it, and
+  // fills s.drafts (and s.confidence) with the repeat continuation when the match is long
+  // enough for lookup (DSparkProposerOptions::repeat_lookup_min_match); false otherwise.
   bool draft_by_repeat_lookup(const DraftRequest& r, SlotState& s);
   int64_t make_room(int64_t rows);
   void project_context(int64_t rows);
