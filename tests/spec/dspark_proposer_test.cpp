@@ -102,6 +102,15 @@ std::vector<int32_t> random_tokens(int64_t n, uint64_t seed) {
   return t;
 }
 
+// Temperature 1, position-keyed draws with the given seed.
+SamplingParams position_keyed_params(uint64_t seed) {
+  SamplingParams sp;
+  sp.temperature = 1.0f;
+  sp.seed = seed;
+  sp.position_keyed = true;
+  return sp;
+}
+
 SamplingParams greedy_params() {
   SamplingParams sp;
   sp.temperature = 0;
@@ -431,10 +440,7 @@ TEST(DSparkProposer, RepeatShiftsMoveGreedyConfidencesOnly) {
   const Draft again = propose(looping, greedy);
   ASSERT_EQ(std::vector<int32_t>(again.tokens.begin(), again.tokens.end()), drafts);
   expect_confidences(again, 2, true);
-  SamplingParams sampled;
-  sampled.temperature = 1.0f;
-  sampled.seed = 3;
-  sampled.position_keyed = true;
+  const SamplingParams sampled = position_keyed_params(3);
   expect_confidences(propose(looping, sampled), 4, false);
 }
 
@@ -472,10 +478,7 @@ TEST(DSparkProposer, RepeatLookupDraftsTheLoopWithoutTheDrafter) {
   EXPECT_NE(d.probs, nullptr);
   EXPECT_FALSE(p->inspect(0).logits.empty());
   // A sampling request always drafts with the drafter (its q is what verification needs).
-  SamplingParams sampled;
-  sampled.temperature = 1.0f;
-  sampled.seed = 3;
-  sampled.position_keyed = true;
+  const SamplingParams sampled = position_keyed_params(3);
   const DraftRequest rs{0, looping, &sampled, nullptr, 4};
   p->propose({&rs, 1}, {&d, 1});
   EXPECT_NE(d.probs, nullptr);
@@ -544,10 +547,7 @@ TEST(DSparkProposer, LoadsAPublishedShapedDrafter) {
     EXPECT_FLOAT_EQ(d.confidence[j], 1.0f / (1.0f + std::exp(-z / c.confidence_temperatures[j])));
   }
   // A sampling request gets the temperatures calibrated for sampled verification.
-  SamplingParams sampled;
-  sampled.temperature = 1.0f;
-  sampled.seed = 5;
-  sampled.position_keyed = true;
+  const SamplingParams sampled = position_keyed_params(5);
   const DraftRequest rs{1, tokens, &sampled, nullptr, 7};
   p->propose({&rs, 1}, {&d, 1});
   ASSERT_EQ(d.tokens.size(), 7u);
