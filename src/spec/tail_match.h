@@ -11,7 +11,8 @@
 // exists, and past the sequence's end the same tokens again with period N - end, as if the
 // text repeats itself. Greedy decoding of a small model often ends in such a loop; there
 // the continuation is what the target will say, and a draft that agrees with it survives
-// verification almost surely (the confidence correction in spec/drafter_config.h).
+// verification almost surely (DrafterConfig::confidence_repeat_shifts; DSparkProposerOptions::
+// repeat_lookup_min_match drafts the continuation itself).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,8 @@
 
 namespace dspark {
 
-// The lookup behind the confidence head's repeat correction (DrafterConfig::
-// confidence_repeat_shifts), the same in the engine and in calibration.
+// The lookup behind the repeat shifts and repeat lookup, the same in the engine and in
+// calibration.
 inline constexpr int32_t kRepeatMinTail = 2;
 inline constexpr int32_t kRepeatMaxTail = 16;
 

@@ -84,8 +84,7 @@ StsResult sequential_temperature_scaling(const ConfidenceData& data, const StsOp
 std::array<float, 2> fit_repeat_shifts(const ConfidenceData& data, std::span<const float> temperatures);
 
 // Temperatures and repeat shifts fitted in turn, from STS alone: shifts given the
-// temperatures, then STS under those shifts, `rounds` times (each shift moved less than
-// 0.01 by the last round on the eval data tried). sts.after applies both.
+// temperatures, then STS under those shifts, `rounds` times. sts.after applies both.
 struct RepeatCalibration {
   StsResult sts;
   std::array<float, 2> shifts{};  // {disagree, agree}
