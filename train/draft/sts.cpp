@@ -20,6 +20,11 @@ void check_data(const ConfidenceData& d) {
                "calibration data: {} repeat agreements for {} blocks", d.repeat_agreement.size(), d.num_blocks());
 }
 
+// T_j for draft j (0-based); 1 past the given temperatures (none given: uncalibrated).
+double temperature_at(std::span<const float> temperatures, int64_t j) {
+  return j < static_cast<int64_t>(temperatures.size()) ? temperatures[j] : 1.0;
+}
+
 // The shift of block b's draft j (0-based) under repeat_shifts {disagree, agree}.
 double repeat_shift(const ConfidenceData& d, std::span<const float> repeat_shifts, int64_t b, int64_t j) {
   if (repeat_shifts.empty()) return 0.0;
@@ -58,8 +63,7 @@ std::vector<double> cumulative_survival(const ConfidenceData& d, std::span<const
   for (int64_t b = 0; b < n; ++b) {
     double a = 1.0;
     for (int64_t j = 0; j < k; ++j) {
-      const double t = j < static_cast<int64_t>(temperatures.size()) ? temperatures[j] : 1.0;
-      a *= sigmoid(d.logits[b * k + j] / t + repeat_shift(d, repeat_shifts, b, j));
+      a *= sigmoid(d.logits[b * k + j] / temperature_at(temperatures, j) + repeat_shift(d, repeat_shifts, b, j));
       out[b * k + j] = a;
     }
   }
@@ -138,7 +142,9 @@ std::array<float, 2> fit_repeat_shifts(const ConfidenceData& d, std::span<const 
   check_data(d);
   const int64_t n = d.num_blocks(), k = d.num_drafts;
   DSPARK_CHECK(!d.repeat_agreement.empty(), "repeat shifts: the calibration data has no repeat agreement");
-  constexpr double kPriorPrecision = 0.01;  // N(0, 100): keeps δ finite, moves a fitted δ by < 1e-3
+  // N(0, 100): keeps δ finite for a group that always (or never) survives; beside the
+  // thousands of reached drafts of a real fit its pull is negligible.
+  constexpr double kPriorPrecision = 0.01;
   std::array<float, 2> shifts{0.0f, 0.0f};
   for (int group = 0; group < 2; ++group) {
     double delta = 0;
@@ -149,8 +155,7 @@ std::array<float, 2> fit_repeat_shifts(const ConfidenceData& d, std::span<const 
         for (int64_t j = 0; j < k; ++j) {
           if (j > 0 && d.survival[b * k + j - 1] < 0.5f) break;  // not reached
           if ((j < d.repeat_agreement[b] ? 1 : 0) != group) continue;
-          const double t = j < static_cast<int64_t>(temperatures.size()) ? temperatures[j] : 1.0;
-          const double p = sigmoid(d.logits[b * k + j] / t + delta);
+          const double p = sigmoid(d.logits[b * k + j] / temperature_at(temperatures, j) + delta);
           gradient += d.survival[b * k + j] - p;
           curvature += p * (1.0 - p);
           any = true;
