@@ -240,7 +240,7 @@ void Engine::propose_drafts() {
     if (r.json) r.drafts.resize(r.json->valid_prefix_length(r.drafts));
     r.draft_probs = d.probs;
     r.draft_confidence = d.confidence;
-    if (d.confidence && options_.adapt_confidence) correct_confidence(r);
+    if (d.confidence && d.confidence_from_head && options_.adapt_confidence) correct_confidence(r);
   }
 }
 

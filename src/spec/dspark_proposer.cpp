@@ -333,7 +333,8 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
                  "slot {}: the drafter saw the hidden states of {} positions but {} tokens precede the anchor", r.slot,
                  s.num_observed, context);
     if (draft_by_repeat_lookup(r, s)) {
-      drafts[i] = Draft{s.drafts, nullptr, heads_.has_confidence() ? s.confidence.data() : nullptr};
+      drafts[i] = Draft{s.drafts, nullptr, heads_.has_confidence() ? s.confidence.data() : nullptr,
+                        /*confidence_from_head=*/false};
       continue;
     }
     DSPARK_CHECK(context + block_ <= rope_.max_positions(), "slot {}: a block at position {} passes the context {}",

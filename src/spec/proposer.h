@@ -69,6 +69,11 @@ struct Draft {
   std::span<const int32_t> tokens;          // [L], L <= max_drafts
   const float* probs = nullptr;             // [L, vocab] q, or null for one-hot drafts
   const float* confidence = nullptr;        // [L] c_j, or null
+  // Whether `confidence` comes from the drafter's confidence head, which each request
+  // corrects by its own verified rounds (spec/confidence_offset.h), or is a fixed estimate
+  // for drafts made another way (repeat lookup's), which the engine neither corrects nor
+  // learns from: its misses say nothing about the head, and its offset is not the head's.
+  bool confidence_from_head = true;
 };
 
 // How a drafter picks its draft at sequence position `position` (tokens.size() + j for

@@ -349,6 +349,47 @@ class SlowProposer final : public Proposer {
   double delay_;
 };
 
+// Wraps the self-drafter, makes every first draft wrong and gives every draft the
+// confidence 0.9, as coming from a confidence head or not (Draft::confidence_from_head).
+class OverconfidentProposer final : public Proposer {
+ public:
+  OverconfidentProposer(std::unique_ptr<Proposer> inner, bool from_head)
+      : inner_(std::move(inner)), from_head_(from_head), drafts_(4) {}
+  ProposerCapabilities capabilities() const override { return {.owns_kv_cache = true}; }
+  int32_t num_speculative_tokens() const override { return inner_->num_speculative_tokens(); }
+  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override {
+    inner_->propose(requests, drafts);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      std::vector<int32_t>& d = drafts_[requests[i].slot];
+      d.assign(drafts[i].tokens.begin(), drafts[i].tokens.end());
+      if (!d.empty()) d[0] = (d[0] + 1) % 97;
+      drafts[i] = Draft{d, nullptr, confidence_.data(), from_head_};
+    }
+  }
+  void release(int32_t slot) override { inner_->release(slot); }
+
+ private:
+  std::unique_ptr<Proposer> inner_;
+  bool from_head_;
+  std::vector<std::vector<int32_t>> drafts_;  // [slot]
+  std::vector<float> confidence_ = std::vector<float>(8, 0.9f);
+};
+
+TEST(Engine, RequestsCorrectOnlyTheConfidenceHeadsConfidences) {
+  auto [ps, reference, model, tok] = greedy_case(4, 20);
+  auto predicted_first = [&](bool from_head) {
+    Engine engine(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
+                  std::make_unique<OverconfidentProposer>(self_drafter(), from_head));
+    EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
+    EXPECT_EQ(engine.spec_metrics().calibration_survived[0], 0);
+    return engine.spec_metrics().predicted_survival(0);
+  };
+  // Every round rejects the first draft: a head's 0.9 is corrected down by the request.
+  EXPECT_LT(predicted_first(true), 0.6);
+  // Confidences from elsewhere pass as they are, and their misses do not move the offset.
+  EXPECT_NEAR(predicted_first(false), 0.9, 1e-6);
+}
+
 TEST(Engine, AdaptiveScheduleStopsDraftingWhenTheDrafterCostsMoreThanItSaves) {
   auto [ps, reference, model, tok] = greedy_case(8, 40);
   // The cost table says 10 ms per step, +10% per extra token. The target drafts for itself,

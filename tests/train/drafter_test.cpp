@@ -1,7 +1,8 @@
 // The libtorch block drafter: one masked forward over many anchor blocks against a naive
 // per-block reference (double precision, one block at a time, full attention over the
 // context before the anchor and the block itself; f32 tolerance 2e-5), the attention mask
-// on a tiny case, block independence, the DSpark heads, and the DFlash slot offset.
+// on a tiny case, block independence, the DSpark heads, the DFlash slot offset, and growing
+// a drafter (drafter_grow.h).
 #include <cmath>
 #include <map>
 #include <string>
@@ -12,7 +13,9 @@
 #include <ATen/ATen.h>
 
 #include "spec/drafter_config.h"
+#include "core/check.h"
 #include "train/draft/drafter.h"
+#include "train/draft/drafter_grow.h"
 
 namespace dspark::train {
 namespace {
@@ -332,6 +335,55 @@ TEST(DrafterHeadsTest, DFlashDraftsFromTheSlotsAfterTheAnchor) {
     EXPECT_EQ(item.key().find("markov"), std::string::npos);
     EXPECT_EQ(item.key().find("confidence"), std::string::npos);
   }
+}
+
+
+// A grown drafter computes what its source computes (drafter_grow.h): block states bit for
+// bit, logits and z_j up to the longer Markov sums; the additions take gradient; shrinking
+// is refused.
+TEST(DrafterGrowTest, StartsAsItsSourceAndLearnsThroughTheAdditions) {
+  const DrafterConfig dc = drafter_config(false, DrafterKind::kDSpark);
+  auto source = make(dc, 41);
+  auto grown = grow_drafter(*source, DrafterGrowth{dc.layer.num_hidden_layers + 1, dc.markov_rank + 5}, 0.2, 3);
+  EXPECT_EQ(grown->config().layer.num_hidden_layers, dc.layer.num_hidden_layers + 1);
+  EXPECT_EQ(grown->config().markov_rank, dc.markov_rank + 5);
+  EXPECT_GT(grown->num_parameters(), source->num_parameters());
+
+  const int64_t t = 12, k_in = 2 * dc.target_hidden_size;
+  at::manual_seed(5);
+  auto aux = at::randn({2, t, k_in});
+  auto ids = at::randint(3, dc.layer.vocab_size, {2, t}, at::TensorOptions().dtype(at::kLong));
+  auto anchors = at::tensor(std::vector<int64_t>{0, 3, 7, 1, 6, 10}, at::kLong).view({2, 3});
+  auto prev = at::randint(0, dc.layer.vocab_size, {2, 3, dc.num_drafts()}, at::TensorOptions().dtype(at::kLong));
+  {
+    at::NoGradGuard no_grad;
+    auto hs = source->drafting_states(source->block_states(source->context(aux), ids, anchors));
+    auto hg = grown->drafting_states(grown->block_states(grown->context(aux), ids, anchors));
+    EXPECT_TRUE(at::equal(hs, hg));
+    EXPECT_TRUE(at::allclose(source->draft_logits(hs, prev), grown->draft_logits(hg, prev), 1e-6, 1e-6));
+    EXPECT_TRUE(at::allclose(source->confidence_logits(hs, prev), grown->confidence_logits(hg, prev), 1e-6, 1e-6));
+  }
+
+  // The new layer's residual outputs, the new Markov columns and their confidence weights
+  // all receive gradient from a loss on the drafts.
+  auto hg = grown->drafting_states(grown->block_states(grown->context(aux), ids, anchors));
+  (grown->draft_logits(hg, prev).logsumexp(-1).sum() + grown->confidence_logits(hg, prev).sum()).backward();
+  const std::string last = "layers." + std::to_string(dc.layer.num_hidden_layers) + ".";
+  for (const auto& item : grown->named_parameters()) {
+    const std::string& name = item.key();
+    const bool watched = name == last + "self_attn.o_proj.weight" || name == last + "mlp.down_proj.weight" ||
+                         name == "markov_head.markov_w2.weight" || name == "confidence_head.proj.weight";
+    if (!watched) continue;
+    ASSERT_TRUE(item.value().grad().defined()) << name;
+    EXPECT_GT(item.value().grad().abs().sum().item<double>(), 0.0) << name;
+  }
+  auto w2_grad = grown->named_parameters()["markov_head.markov_w2.weight"].grad();
+  EXPECT_GT(w2_grad.narrow(1, dc.markov_rank, 5).abs().sum().item<double>(), 0.0);
+
+  EXPECT_THROW(grow_drafter(*source, DrafterGrowth{dc.layer.num_hidden_layers - 1, dc.markov_rank}, 0.2, 3), Error);
+  EXPECT_THROW(grow_drafter(*source, DrafterGrowth{dc.layer.num_hidden_layers, dc.markov_rank - 1}, 0.2, 3), Error);
+  auto dflash = make(drafter_config(false, DrafterKind::kDFlash), 43);
+  EXPECT_THROW(grow_drafter(*dflash, DrafterGrowth{dc.layer.num_hidden_layers, 4}, 0.2, 3), Error);
 }
 
 }  // namespace

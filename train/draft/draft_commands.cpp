@@ -26,6 +26,12 @@ void add_draft_command(CLI::App& app) {
   cmd->add_option("--data", o->data, "Regen JSONL file or directory")->required();
   cmd->add_option("--out", o->out, "Run directory (resumes when it holds a checkpoint)")->required();
   cmd->add_option("--init-from", o->init_from, "Start from this drafter (export or checkpoint; fresh optimizer)");
+  cmd->add_option("--grow-layers", o->grow_layers,
+                  "With --init-from: append inert decoder layers up to this many (0: the source's)")
+      ->capture_default_str();
+  cmd->add_option("--grow-markov-rank", o->grow_markov_rank,
+                  "With --init-from: widen the Markov head to this rank, inert at first (0: the source's)")
+      ->capture_default_str();
   cmd->add_option("--kind", o->kind, "dspark or dflash")->capture_default_str();
   cmd->add_option("--block-size", o->block_size, "Block size gamma")->capture_default_str();
   cmd->add_option("--layers", o->layers, "Draft decoder layers")->capture_default_str();

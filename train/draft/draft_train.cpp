@@ -19,6 +19,7 @@
 #include "train/draft/draft_step.h"
 #include "train/draft/regen_split.h"
 #include "train/draft/drafter.h"
+#include "train/draft/drafter_grow.h"
 #include "train/draft/drafter_io.h"
 #include "train/model/hf_weights.h"
 #include "train/model/transformer.h"
@@ -98,6 +99,9 @@ void DraftTrainOptions::validate() const {
                val_fraction);
   DSPARK_CHECK(lr > 0 && min_lr >= 0 && warmup >= 0, "draft: bad learning-rate schedule");
   DSPARK_CHECK(log_every >= 1, "draft: --log-every must be >= 1");
+  DSPARK_CHECK(grow_layers >= 0 && grow_markov_rank >= 0, "draft: --grow-layers and --grow-markov-rank must be >= 0");
+  DSPARK_CHECK((grow_layers == 0 && grow_markov_rank == 0) || !init_from.empty(),
+               "draft: --grow-layers / --grow-markov-rank grow the drafter of --init-from, which is missing");
 }
 
 namespace {
@@ -166,8 +170,10 @@ DraftTrainer::DraftTrainer(const DraftTrainOptions& o) : o_(o), log_(o.out, o.qu
     position_ = RunPosition::resumed(read_checkpoint_state(checkpoint_), checkpoint_, o.seed);
     log_.print("resuming from {} at step {}", checkpoint_.string(), position_.step);
   } else {
+    const bool grown = o.grow_layers > 0 || o.grow_markov_rank > 0;
     log_.print("starting {} ({})", o.out.string(),
-               o.init_from.empty() ? "fresh " + o.kind + " drafter" : "weights from " + o.init_from.string());
+               o.init_from.empty() ? "fresh " + o.kind + " drafter"
+                                   : (grown ? "grown from " : "weights from ") + o.init_from.string());
   }
   log_setup(split);
 }
@@ -181,6 +187,12 @@ void DraftTrainer::make_or_load_drafter() {
     // earlier drafter with a fresh optimizer. Its calibration does not carry over: the
     // export is made from the (uncalibrated) checkpoint.
     drafter_ = load_drafter(o_.init_from, *target_);
+    if (o_.grow_layers > 0 || o_.grow_markov_rank > 0) {
+      const DrafterConfig& from = drafter_->config();
+      const DrafterGrowth to{o_.grow_layers > 0 ? o_.grow_layers : from.layer.num_hidden_layers,
+                             o_.grow_markov_rank > 0 ? o_.grow_markov_rank : from.markov_rank};
+      drafter_ = grow_drafter(*drafter_, to, o_.init_std, o_.seed);
+    }
   } else {
     DrafterShapeOptions shape;
     shape.kind = o_.kind == "dspark" ? DrafterKind::kDSpark : DrafterKind::kDFlash;

@@ -32,6 +32,9 @@ struct DraftTrainOptions {
   std::filesystem::path data;       // regen JSONL file or directory of them
   std::filesystem::path out;        // run directory
   std::filesystem::path init_from;  // drafter export or checkpoint to start from (fresh optimizer)
+  // with init_from: grow it to this many layers / this Markov rank (drafter_grow.h); 0 keeps its own
+  int64_t grow_layers = 0;
+  int64_t grow_markov_rank = 0;
   // drafter shape (ignored when resuming or with init_from)
   std::string kind = "dspark";      // dspark | dflash
   int32_t block_size = 8;           // γ

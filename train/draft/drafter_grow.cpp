@@ -1,0 +1,80 @@
+#include "train/draft/drafter_grow.h"
+
+#include <string>
+#include <unordered_map>
+
+#include <ATen/ATen.h>
+
+#include "core/check.h"
+#include "train/draft/drafter.h"
+
+namespace dspark::train {
+
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "layers.{i}.…" -> i, or -1 for parameters outside the decoder layers.
+int64_t layer_index(const std::string& name) {
+  constexpr std::string_view prefix = "layers.";
+  if (name.rfind(prefix, 0) != 0) return -1;
+  return std::stoll(name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size()));
+}
+
+// The leading slice of `grown` with the shape of `source`.
+torch::Tensor leading_slice(const torch::Tensor& grown, const torch::Tensor& source, const std::string& name) {
+  DSPARK_CHECK(grown.dim() == source.dim(), "grow drafter: {} has {} dims, the source's {}", name, grown.dim(),
+               source.dim());
+  torch::Tensor view = grown;
+  for (int64_t d = 0; d < source.dim(); ++d) {
+    DSPARK_CHECK(source.size(d) <= grown.size(d), "grow drafter: {} would shrink ({} -> {} in dim {})", name,
+                 source.size(d), grown.size(d), d);
+    view = view.narrow(d, 0, source.size(d));
+  }
+  return view;
+}
+
+}  // namespace
+
+std::shared_ptr<DrafterImpl> grow_drafter(const DrafterImpl& source, const DrafterGrowth& to, double init_std,
+                                          uint64_t seed) {
+  const DrafterConfig& from = source.config();
+  const int64_t source_layers = from.layer.num_hidden_layers;
+  DSPARK_CHECK(to.layers >= source_layers, "grow drafter: --layers {} is fewer than the source's {}", to.layers,
+               source_layers);
+  DSPARK_CHECK(to.markov_rank >= from.markov_rank, "grow drafter: --markov-rank {} is below the source's {}",
+               to.markov_rank, from.markov_rank);
+  DSPARK_CHECK(to.markov_rank == from.markov_rank || from.markov_rank > 0,
+               "grow drafter: the source has no Markov head; one cannot be grown (--markov-rank {})", to.markov_rank);
+
+  DrafterConfig config = from;
+  config.layer.num_hidden_layers = to.layers;
+  config.markov_rank = to.markov_rank;
+  config.validate("grown drafter");
+  auto grown = std::make_shared<DrafterImpl>(config, source.embed_tokens(), source.lm_head());
+  grown->init_weights(init_std, seed);
+
+  std::unordered_map<std::string, torch::Tensor> source_params;
+  for (const auto& item : source.named_parameters()) source_params.emplace(item.key(), item.value());
+  at::NoGradGuard no_grad;
+  for (auto& item : grown->named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    const int64_t layer = layer_index(name);
+    const bool new_layer = layer >= source_layers;
+    // Inert additions: a new layer's residual outputs, W₂ and the confidence weights (zero
+    // as a whole; the source's slice is copied back below, so the new columns stay zero).
+    if ((new_layer && (ends_with(name, "o_proj.weight") || ends_with(name, "down_proj.weight"))) ||
+        name == "confidence_head.proj.weight" || name == "markov_head.markov_w2.weight")
+      p.zero_();
+    if (new_layer) continue;
+    const auto it = source_params.find(name);
+    DSPARK_CHECK(it != source_params.end(), "grow drafter: the source has no {}", name);
+    leading_slice(p, it->second, name).copy_(it->second);
+  }
+  return grown;
+}
+
+}  // namespace dspark::train
