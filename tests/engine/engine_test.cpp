@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -284,12 +285,13 @@ TEST(Engine, AdaptiveScheduleVerifiesUnmeasuredPositionsOfProposersWithoutConfid
   EXPECT_GT(engine.schedule_metrics().mean_verified_length(), 1.0);
 }
 
-// Wraps the self-drafter and replaces each draft with a wrong token with probability 0.2,
-// independently, and without confidences: every position a round reaches (all earlier
-// drafts accepted) passes with probability 0.8, so drafts 1..i survive with 0.8^i.
-class NoisyProposer final : public Proposer {
+// Wraps a proposer and rewrites each of its drafts: `rewrite` edits the tokens (a copy the
+// wrapper owns) and returns the Draft over them.
+class RewritingProposer final : public Proposer {
  public:
-  explicit NoisyProposer(std::unique_ptr<Proposer> inner) : inner_(std::move(inner)), rng_(11), drafts_(4) {}
+  using Rewrite = std::function<Draft(std::vector<int32_t>& tokens)>;
+  RewritingProposer(std::unique_ptr<Proposer> inner, Rewrite rewrite)
+      : inner_(std::move(inner)), rewrite_(std::move(rewrite)), drafts_(4) {}
   ProposerCapabilities capabilities() const override { return {.owns_kv_cache = true}; }
   int32_t num_speculative_tokens() const override { return inner_->num_speculative_tokens(); }
   void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override {
@@ -297,19 +299,29 @@ class NoisyProposer final : public Proposer {
     for (size_t i = 0; i < requests.size(); ++i) {
       std::vector<int32_t>& d = drafts_[requests[i].slot];
       d.assign(drafts[i].tokens.begin(), drafts[i].tokens.end());
-      for (int32_t& t : d) {
-        if (rng_.uniform() < 0.2) t = (t + 1) % 97;
-      }
-      drafts[i] = Draft{d, nullptr, nullptr};
+      drafts[i] = rewrite_(d);
     }
   }
   void release(int32_t slot) override { inner_->release(slot); }
 
  private:
   std::unique_ptr<Proposer> inner_;
-  Rng rng_;
+  Rewrite rewrite_;
   std::vector<std::vector<int32_t>> drafts_;  // [slot]
 };
+
+// The self-drafter with each draft replaced by a wrong token with probability 0.2,
+// independently, and without confidences: every position a round reaches (all earlier
+// drafts accepted) passes with probability 0.8, so drafts 1..i survive with 0.8^i.
+std::unique_ptr<Proposer> noisy_self_drafter() {
+  auto rng = std::make_shared<Rng>(11);
+  return std::make_unique<RewritingProposer>(self_drafter(), [rng](std::vector<int32_t>& d) {
+    for (int32_t& t : d) {
+      if (rng->uniform() < 0.2) t = (t + 1) % 97;
+    }
+    return Draft{d, nullptr, nullptr};
+  });
+}
 
 TEST(Engine, AdaptiveScheduleMultipliesMeasuredPassRates) {
   // Step time 1 + 0.05 (B − 1). With the true survival 0.8, 0.64, 0.51, 0.41 every plan at
@@ -317,7 +329,7 @@ TEST(Engine, AdaptiveScheduleMultipliesMeasuredPassRates) {
   // position (0.8, 0.64, ...) instead of the pass rate at it would compound it (0.8, 0.51,
   // 0.26, 0.11) and cut the plans to 2–3 drafts once the positions are measured.
   auto [ps, reference, model, tok] = greedy_case(8, 60);
-  Engine engine(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), std::make_unique<NoisyProposer>(self_drafter()));
+  Engine engine(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), noisy_self_drafter());
   EXPECT_EQ(run_all(engine, ps, greedy(60)), reference);
   const SpecDecodeMetrics& m = engine.spec_metrics();
   EXPECT_GT(engine.schedule_metrics().mean_verified_length(), 3.7);
@@ -349,37 +361,21 @@ class SlowProposer final : public Proposer {
   double delay_;
 };
 
-// Wraps the self-drafter, makes every first draft wrong and gives every draft the
-// confidence 0.9, as coming from a confidence head or not (Draft::confidence_from_head).
-class OverconfidentProposer final : public Proposer {
- public:
-  OverconfidentProposer(std::unique_ptr<Proposer> inner, bool from_head)
-      : inner_(std::move(inner)), from_head_(from_head), drafts_(4) {}
-  ProposerCapabilities capabilities() const override { return {.owns_kv_cache = true}; }
-  int32_t num_speculative_tokens() const override { return inner_->num_speculative_tokens(); }
-  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override {
-    inner_->propose(requests, drafts);
-    for (size_t i = 0; i < requests.size(); ++i) {
-      std::vector<int32_t>& d = drafts_[requests[i].slot];
-      d.assign(drafts[i].tokens.begin(), drafts[i].tokens.end());
-      if (!d.empty()) d[0] = (d[0] + 1) % 97;
-      drafts[i] = Draft{d, nullptr, confidence_.data(), from_head_};
-    }
-  }
-  void release(int32_t slot) override { inner_->release(slot); }
-
- private:
-  std::unique_ptr<Proposer> inner_;
-  bool from_head_;
-  std::vector<std::vector<int32_t>> drafts_;  // [slot]
-  std::vector<float> confidence_ = std::vector<float>(8, 0.9f);
-};
+// The self-drafter with every first draft wrong and every draft's confidence 0.9, as
+// coming from a confidence head or not (Draft::confidence_from_head).
+std::unique_ptr<Proposer> overconfident_self_drafter(bool from_head) {
+  static const std::vector<float> confidence(8, 0.9f);
+  return std::make_unique<RewritingProposer>(self_drafter(), [from_head](std::vector<int32_t>& d) {
+    if (!d.empty()) d[0] = (d[0] + 1) % 97;
+    return Draft{d, nullptr, confidence.data(), from_head};
+  });
+}
 
 TEST(Engine, RequestsCorrectOnlyTheConfidenceHeadsConfidences) {
   auto [ps, reference, model, tok] = greedy_case(4, 20);
   auto predicted_first = [&](bool from_head) {
     Engine engine(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
-                  std::make_unique<OverconfidentProposer>(self_drafter(), from_head));
+                  overconfident_self_drafter(from_head));
     EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
     EXPECT_EQ(engine.spec_metrics().calibration_survived[0], 0);
     return engine.spec_metrics().predicted_survival(0);
