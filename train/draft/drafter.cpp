@@ -15,14 +15,6 @@
 
 namespace dspark::train {
 
-namespace {
-
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
-
 torch::Tensor block_input_ids(const torch::Tensor& input_ids, const torch::Tensor& anchors, int64_t block_size,
                               int64_t mask_token_id) {
   const int64_t b = anchors.size(0), n = anchors.size(1);
@@ -117,11 +109,11 @@ void DrafterImpl::init_weights(double std, uint64_t seed) {
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
     auto& p = item.value();
-    if (ends_with(name, "norm.weight")) {
+    if (name.ends_with("norm.weight")) {
       p.fill_(1.0);
-    } else if (ends_with(name, ".bias") || name == "markov_head.markov_w2.weight") {
+    } else if (name.ends_with(".bias") || name == "markov_head.markov_w2.weight") {
       p.zero_();
-    } else if (ends_with(name, "o_proj.weight") || ends_with(name, "down_proj.weight")) {
+    } else if (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight")) {
       p.normal_(0.0, residual_std);
     } else {
       p.normal_(0.0, std);

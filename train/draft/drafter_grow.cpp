@@ -12,10 +12,6 @@ namespace dspark::train {
 
 namespace {
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // "layers.{i}.…" -> i, or -1 for parameters outside the decoder layers.
 int64_t layer_index(const std::string& name) {
   constexpr std::string_view prefix = "layers.";
@@ -66,7 +62,7 @@ std::shared_ptr<DrafterImpl> grow_drafter(const DrafterImpl& source, const Draft
     const bool new_layer = layer >= source_layers;
     // Inert additions: a new layer's residual outputs, W₂ and the confidence weights (zero
     // as a whole; the source's slice is copied back below, so the new columns stay zero).
-    if ((new_layer && (ends_with(name, "o_proj.weight") || ends_with(name, "down_proj.weight"))) ||
+    if ((new_layer && (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight"))) ||
         name == "confidence_head.proj.weight" || name == "markov_head.markov_w2.weight")
       p.zero_();
     if (new_layer) continue;

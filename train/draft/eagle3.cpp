@@ -19,10 +19,6 @@ namespace {
 const auto kLongOpts = at::TensorOptions().dtype(at::kLong);
 const auto kBoolOpts = at::TensorOptions().dtype(at::kBool);
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Positions 0..t−1 for each of b rows: [B, T] int64.
 torch::Tensor sequence_positions(int64_t b, int64_t t) { return at::arange(t, kLongOpts).unsqueeze(0).expand({b, t}); }
 
@@ -69,11 +65,11 @@ void Eagle3Impl::init_weights(double std, uint64_t seed) {
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
     auto& p = item.value();
-    if (ends_with(name, "norm.weight")) {
+    if (name.ends_with("norm.weight")) {
       p.fill_(1.0);
-    } else if (ends_with(name, ".bias")) {
+    } else if (name.ends_with(".bias")) {
       p.zero_();
-    } else if (ends_with(name, "o_proj.weight") || ends_with(name, "down_proj.weight")) {
+    } else if (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight")) {
       p.normal_(0.0, residual_std);
     } else {
       p.normal_(0.0, std);
