@@ -123,6 +123,7 @@ DrafterConfig DrafterConfig::from_json(const json& root, const std::string& sour
   c.mask_token_id = static_cast<int32_t>(r.get_int("mask_token_id"));
   c.target_hidden_size = r.get_int("target_hidden_size", c.layer.hidden_size);
   c.draft_vocab_size = r.get_int("draft_vocab_size", c.layer.vocab_size);
+  c.greedy_draft_vocab_size = r.get_int("greedy_draft_vocab_size", 0);
   c.sample_from_anchor = r.get_bool("sample_from_anchor", c.kind == DrafterKind::kDSpark);
   c.markov_rank = r.get_int("markov_rank", 0);
   c.markov_head_type = r.get_string("markov_head_type").value_or("vanilla");
@@ -165,8 +166,13 @@ void DrafterConfig::validate(const std::string& source) const {
   DSPARK_CHECK(mask_token_id >= 0, "{}: field 'mask_token_id' must be >= 0, got {}", source, mask_token_id);
   DSPARK_CHECK(target_hidden_size > 0, "{}: field 'target_hidden_size' must be positive, got {}", source,
                target_hidden_size);
-  DSPARK_CHECK(draft_vocab_size > 0, "{}: field 'draft_vocab_size' must be positive, got {}", source,
-               draft_vocab_size);
+  DSPARK_CHECK(draft_vocab_size > 0 && draft_vocab_size <= layer.vocab_size,
+               "{}: field 'draft_vocab_size' is {}; it must be within 1..{} (transformer_layer_config.vocab_size)",
+               source, draft_vocab_size, layer.vocab_size);
+  DSPARK_CHECK(greedy_draft_vocab_size >= 0 && greedy_draft_vocab_size < draft_vocab_size,
+               "{}: field 'greedy_draft_vocab_size' is {}; it must be within 0..{} (0: none; less than "
+               "draft_vocab_size)",
+               source, greedy_draft_vocab_size, draft_vocab_size - 1);
   DSPARK_CHECK(markov_rank >= 0, "{}: field 'markov_rank' must be >= 0, got {}", source, markov_rank);
   DSPARK_CHECK(markov_rank == 0 || markov_head_type == "vanilla",
                "{}: markov_head_type '{}' is not supported (only vanilla)", source, markov_head_type);
@@ -206,10 +212,6 @@ void DrafterConfig::validate_for_target(const ModelConfig& target, const std::st
   DSPARK_CHECK(layer.vocab_size == target.vocab_size,
                "{}: transformer_layer_config.vocab_size is {} but the target's vocab_size is {}", source,
                layer.vocab_size, target.vocab_size);
-  DSPARK_CHECK(draft_vocab_size == target.vocab_size,
-               "{}: draft_vocab_size is {} but the target's vocab_size is {} (reduced draft vocabularies are not "
-               "supported)",
-               source, draft_vocab_size, target.vocab_size);
   for (int32_t id : aux_hidden_state_layer_ids) {
     DSPARK_CHECK(id >= 1 && id <= target.num_hidden_layers,
                  "{}: aux_hidden_state_layer_ids entry {} is outside 1..{} (the target has {} decoder layers; id k "
@@ -232,6 +234,7 @@ json DrafterConfig::to_json() const {
   j["mask_token_id"] = mask_token_id;
   j["target_hidden_size"] = target_hidden_size;
   j["draft_vocab_size"] = draft_vocab_size;
+  if (greedy_draft_vocab_size > 0) j["greedy_draft_vocab_size"] = greedy_draft_vocab_size;
   j["sample_from_anchor"] = sample_from_anchor;
   j["markov_rank"] = markov_rank;
   j["markov_head_type"] = markov_head_type;

@@ -10,7 +10,11 @@
 //   block_size               γ: block positions per pass (anchor + γ−1 masks)
 //   aux_hidden_state_layer_ids   target layers feeding fc (convention below)
 //   mask_token_id            the id whose embedding fills the masked block positions
-//   target_hidden_size, draft_vocab_size
+//   target_hidden_size, draft_vocab_size (V_d <= vocab_size; less: a reduced vocabulary with
+//                            its d2t map, spec/draft_vocab.h)
+//   greedy_draft_vocab_size  optional, 0 < V_g < V_d: a second, smaller draft vocabulary
+//                            for greedy requests only (tensors greedy_vocab.*,
+//                            spec/draft_vocab_head.h). Absent = none.
 //   sample_from_anchor       optional; default true for dspark, false for dflash: whether the
 //                            anchor slot predicts (γ drafts) or not (γ−1 drafts)
 //   markov_rank, markov_head_type ("vanilla"), enable_confidence_head,
@@ -75,7 +79,8 @@ struct DrafterConfig {
   std::vector<int32_t> aux_hidden_state_layer_ids;  // speculators convention (see above)
   int32_t mask_token_id = 0;
   int64_t target_hidden_size = 0;
-  int64_t draft_vocab_size = 0;
+  int64_t draft_vocab_size = 0;               // V_d <= vocab_size; less = a reduced vocabulary (d2t)
+  int64_t greedy_draft_vocab_size = 0;        // V_g < V_d for greedy requests; 0 = none
   bool sample_from_anchor = true;             // anchor slot predicts: γ drafts, else γ−1
   int64_t markov_rank = 0;                    // 0 = no Markov head
   std::string markov_head_type = "vanilla";
@@ -88,6 +93,8 @@ struct DrafterConfig {
   std::string verifier_name_or_path;
   std::vector<std::string> verifier_architectures;
 
+  // The drafter drafts from V_d < V target tokens (spec/draft_vocab.h).
+  bool reduces_vocab() const { return draft_vocab_size < layer.vocab_size; }
   // Drafts one pass can produce: γ with sample_from_anchor, else γ−1.
   int32_t num_drafts() const { return sample_from_anchor ? block_size : block_size - 1; }
   // The engine's capture layers, in fc column order.

@@ -12,7 +12,7 @@ std::vector<DrafterTensor> drafter_tensors(const DrafterConfig& c) {
   const ModelConfig& m = c.layer;
   const int64_t h = m.hidden_size, q = m.q_size(), kv = m.kv_size(), f = m.intermediate_size;
   const int64_t k = static_cast<int64_t>(c.aux_hidden_state_layer_ids.size());
-  const int64_t vocab = m.vocab_size;
+  const int64_t vocab = m.vocab_size, draft_vocab = c.draft_vocab_size;
   std::vector<DrafterTensor> out;
   auto add = [&](std::string name, std::vector<int64_t> shape, bool optional = false) {
     out.push_back({std::move(name), std::move(shape), optional});
@@ -49,14 +49,18 @@ std::vector<DrafterTensor> drafter_tensors(const DrafterConfig& c) {
   add("norm.weight", {h});
   if (c.markov_rank > 0) {
     add("markov_head.markov_w1.weight", {vocab, c.markov_rank});
-    add("markov_head.markov_w2.weight", {vocab, c.markov_rank});
+    add("markov_head.markov_w2.weight", {draft_vocab, c.markov_rank});
   }
   if (c.enable_confidence_head) {
     add("confidence_head.proj.weight", {1, h + (c.confidence_head_with_markov ? c.markov_rank : 0)});
     add("confidence_head.proj.bias", {1});
   }
+  if (c.greedy_draft_vocab_size > 0) {
+    add("greedy_vocab.lm_head.weight", {c.greedy_draft_vocab_size, h});
+    if (c.markov_rank > 0) add("greedy_vocab.markov_w2.weight", {c.greedy_draft_vocab_size, c.markov_rank});
+  }
   add("embed_tokens.weight", {vocab, h}, true);
-  add("lm_head.weight", {vocab, h}, true);
+  add("lm_head.weight", {draft_vocab, h}, !c.reduces_vocab());
   return out;
 }
 

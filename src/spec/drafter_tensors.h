@@ -9,10 +9,18 @@
 //   layers.{i}.self_attn.{q,k}_norm.weight [head_dim]   (qwen3 layer configs)
 //   layers.{i}.mlp.{gate,up,down}_proj.weight (+ .bias with mlp_bias)
 //   layers.{i}.{input,post_attention}_layernorm.weight [H]
-//   markov_head.markov_w1.weight [V, r]   markov_head.markov_w2.weight [V, r]   (r > 0)
+//   markov_head.markov_w1.weight [V, r]   markov_head.markov_w2.weight [V_d, r]   (r > 0)
 //   confidence_head.proj.weight [1, H (+ r with confidence_head_with_markov)],
 //   confidence_head.proj.bias [1]                                   (confidence head)
-//   optional: embed_tokens.weight [V, H], lm_head.weight [V, H]  (absent = the target's)
+//   greedy_vocab.lm_head.weight [V_g, H], greedy_vocab.markov_w2.weight [V_g, r] (r > 0)
+//                                              (greedy_draft_vocab_size V_g > 0)
+//   optional: embed_tokens.weight [V, H], lm_head.weight [V_d, H]  (absent = the target's)
+//
+// V_d = draft_vocab_size. A reduced draft vocabulary (V_d < V) also has the int64 d2t [V_d]
+// (and optionally t2d [V], spec/draft_vocab.h), not in this list of float tensors, and
+// needs its own lm_head.weight: the rows of the target's LM head for its V_d tokens. W₁
+// stays [V, r]: it embeds the previous token, which can be any target token. A greedy
+// vocabulary likewise has greedy_vocab.d2t [V_g] beside its two float tensors.
 #pragma once
 
 #include <cstdint>

@@ -7,8 +7,7 @@
 
 namespace dspark {
 
-DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, DType compute, int64_t max_rows,
-                         WeightQuantization quantization)
+DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, DType compute)
     : vocab_(c.layer.vocab_size),
       hidden_(c.layer.hidden_size),
       rank_(c.markov_rank),
@@ -22,10 +21,6 @@ DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, DType
       w1_bf16_.resize(w1.size());
       convert_f32_to_bf16(w1.data(), w1_bf16_.data(), w1.size());
     }
-    const std::vector<float> w2 = store.load_f32("markov_head.markov_w2.weight", shape);
-    w2_ = std::make_unique<Linear>(w2, vocab_, rank_, std::span<const float>{}, LinearOptions{compute, max_rows, LinearBackend::kAuto, quantization});
-    markov_in_.resize(max_rows * rank_);
-    markov_out_.resize(max_rows * vocab_);
     feature_.resize(rank_);
   }
   if (c.enable_confidence_head) {
@@ -46,11 +41,8 @@ void DSparkHeads::markov_row(int32_t token, float* out) const {
   }
 }
 
-void DSparkHeads::add_markov_bias(const int32_t* prev_tokens, int64_t n, float* const* rows) {
-  if (rank_ == 0 || n == 0) return;
-  for (int64_t i = 0; i < n; ++i) markov_row(prev_tokens[i], markov_in_.data() + i * rank_);
-  w2_->forward(markov_in_.data(), markov_out_.data(), n);
-  for (int64_t i = 0; i < n; ++i) add_inplace(rows[i], markov_out_.data() + i * vocab_, vocab_);
+void DSparkHeads::markov_features(const int32_t* prev_tokens, int64_t n, float* out) const {
+  for (int64_t i = 0; i < n; ++i) markov_row(prev_tokens[i], out + i * rank_);
 }
 
 float DSparkHeads::confidence_logit(const float* hidden, int32_t prev_token) const {

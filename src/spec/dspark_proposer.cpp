@@ -8,6 +8,7 @@
 #include "kernels/norm.h"
 #include "model/fused_linear.h"
 #include "model/rope_frequencies.h"
+#include "spec/draft_vocab.h"
 #include "spec/drafter_memory.h"
 #include "spec/drafter_tensors.h"
 
@@ -42,9 +43,12 @@ const DrafterConfig& check_drafter(const DrafterConfig& c, const WeightStore& dr
     DSPARK_CHECK(c.enable_confidence_head || !name.starts_with("confidence_head."),
                  "drafter {} has tensor '{}' but its config has enable_confidence_head false", drafter.dir().string(),
                  name);
-    DSPARK_CHECK(name != "d2t" && name != "t2d",
-                 "drafter {} maps a reduced draft vocabulary ('{}'), which is not supported", drafter.dir().string(),
+    DSPARK_CHECK(c.greedy_draft_vocab_size > 0 || !name.starts_with("greedy_vocab."),
+                 "drafter {} has tensor '{}' but its config has no greedy_draft_vocab_size", drafter.dir().string(),
                  name);
+    DSPARK_CHECK(c.reduces_vocab() || (name != "d2t" && name != "t2d"),
+                 "drafter {} has tensor '{}', a reduced draft vocabulary's map, but its draft_vocab_size {} is the whole "
+                 "vocabulary", drafter.dir().string(), name, c.draft_vocab_size);
   }
   if (shares_embedding(drafter) || shares_lm_head(drafter)) {
     DSPARK_CHECK(c.layer.hidden_size == target.hidden_size,
@@ -66,13 +70,38 @@ std::shared_ptr<const EmbeddingTable> drafter_embedding(const WeightStore& draft
   return std::make_shared<const EmbeddingTable>(drafter.load_f32("embed_tokens.weight", shape), vocab, hidden, compute);
 }
 
-// The target's LM head through a view sized for the drafter's rows, or the drafter's own.
-Linear drafter_lm_head(const WeightStore& drafter, const Transformer& target, int64_t hidden,
+// The target's LM head through a view sized for the drafter's rows, or the drafter's own
+// ([V_d, hidden]: a reduced vocabulary always has its own, check_drafter made sure).
+Linear drafter_lm_head(const WeightStore& drafter, const Transformer& target, const DrafterConfig& c,
                        const LinearOptions& options) {
   if (shares_lm_head(drafter)) return target.lm_head().shared_view(options.max_rows);
-  const int64_t vocab = target.config().vocab_size;
-  const int64_t shape[2] = {vocab, hidden};
-  return Linear(drafter.load_f32("lm_head.weight", shape), vocab, hidden, {}, options);
+  const int64_t shape[2] = {c.draft_vocab_size, c.layer.hidden_size};
+  return Linear(drafter.load_f32("lm_head.weight", shape), shape[0], shape[1], {}, options);
+}
+
+// The output layer of the drafter's vocabulary (prefix "") or of its greedy one
+// ("greedy_vocab."): LM head, Markov W₂ and target ids of its tokens.
+DraftVocabHead make_vocab_head(const DrafterConfig& c, const WeightStore& drafter, const Transformer& target,
+                               const std::string& prefix, const DSparkProposerOptions& o, int64_t max_rows) {
+  const bool greedy = !prefix.empty();
+  const int64_t size = greedy ? c.greedy_draft_vocab_size : c.draft_vocab_size, vocab = c.layer.vocab_size;
+  const LinearOptions lm_options{o.compute, max_rows, LinearBackend::kAuto, o.quantization};
+  Linear lm_head = [&] {
+    if (!greedy) return drafter_lm_head(drafter, target, c, lm_options);
+    const int64_t shape[2] = {size, c.layer.hidden_size};
+    return Linear(drafter.load_f32(prefix + "lm_head.weight", shape), size, shape[1], {}, lm_options);
+  }();
+  std::unique_ptr<Linear> markov_w2;
+  if (c.markov_rank > 0) {
+    const int64_t shape[2] = {size, c.markov_rank};
+    const std::string name = greedy ? prefix + "markov_w2.weight" : "markov_head.markov_w2.weight";
+    markov_w2 = std::make_unique<Linear>(drafter.load_f32(name, shape), size, c.markov_rank, std::span<const float>{},
+                                         LinearOptions{o.compute, o.max_running, LinearBackend::kAuto, o.quantization});
+  }
+  std::vector<int32_t> to_target;
+  if (size < vocab) to_target = read_draft_to_target(drafter, prefix, size, vocab, "DSpark");
+  return DraftVocabHead(std::move(lm_head), std::move(markov_w2), std::move(to_target), vocab, max_rows,
+                        o.max_running, o.keep_base_logits);
 }
 
 KvPoolOptions kv_options(const DSparkProposerOptions& o, int64_t block) {
@@ -118,9 +147,12 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       }()),
       hidden_norm_(load_vector(drafter, "hidden_norm.weight", hidden_)),
       final_norm_(load_vector(drafter, "norm.weight", hidden_)),
-      lm_head_(drafter_lm_head(drafter, target, hidden_,
-                               LinearOptions{options_.compute, max_block_rows_, LinearBackend::kAuto, options_.quantization})),
-      heads_(config_, drafter, options_.compute, options_.max_running, options_.quantization),
+      vocab_head_(make_vocab_head(config_, drafter, target, "", options_, max_block_rows_)),
+      greedy_head_(config_.greedy_draft_vocab_size > 0
+                       ? std::make_unique<DraftVocabHead>(
+                             make_vocab_head(config_, drafter, target, "greedy_vocab.", options_, max_block_rows_))
+                       : nullptr),
+      heads_(config_, drafter, options_.compute),
       rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + block_,
             rope_attention_factor(config_.layer)),
       kv_(config_.layer, kv_options(options_, block_)),
@@ -142,11 +174,10 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       row_slots_(max_block_rows_),
       block_tables_(options_.max_running),
       lm_in_(max_block_rows_ * hidden_),
-      logits_(max_block_rows_ * vocab_),
-      base_logits_(options_.keep_base_logits ? max_block_rows_ * vocab_ : 0),
       active_of_request_(options_.max_running, -1),
       markov_prev_(options_.max_running),
-      markov_rows_(options_.max_running) {
+      markov_rows_(options_.max_running),
+      markov_in_(options_.max_running * config_.markov_rank) {
   layers_.reserve(config_.layer.num_hidden_layers);
   // A block row sees num_keys = context + block keys: a window of context_window + block
   // keys is the last context_window context positions and the whole block.
@@ -190,9 +221,8 @@ ProposerCapabilities DSparkProposer::capabilities() const {
 }
 
 size_t DSparkProposer::weight_bytes() const {
-  size_t total = fc_.weight_bytes() + lm_head_.weight_bytes();
+  size_t total = fc_.weight_bytes() + vocab_head_.weight_bytes();
   for (const DraftLayer& l : layers_) total += l.weight_bytes();
-  if (heads_.has_markov()) total += static_cast<size_t>(vocab_) * config_.markov_rank * dtype_size(options_.compute);
   return total;
 }
 
@@ -318,7 +348,7 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
   const int64_t bs = kv_.block_size();
   active_.clear();
   std::fill(active_of_request_.begin(), active_of_request_.end(), -1);
-  int32_t row = 0, logit_row = 0;
+  int32_t row = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const DraftRequest& r = requests[i];
     drafts[i] = Draft{};
@@ -343,7 +373,8 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
                  "drafter KV cache exhausted");
     const int32_t a = static_cast<int32_t>(active_.size());
     const int32_t num_drafts = std::min(r.max_drafts, num_speculative_tokens_);
-    active_.push_back({static_cast<int32_t>(i), r.slot, num_drafts, row, logit_row});
+    DraftVocabHead* head = greedy_head_ && r.sampling->greedy() ? greedy_head_.get() : &vocab_head_;
+    active_.push_back({static_cast<int32_t>(i), r.slot, num_drafts, row, /*logit_row=*/0, head});
     active_of_request_[i] = a;
     block_tables_[a] = s.blocks.data();
     for (int32_t j = 0; j < block_; ++j, ++row) {
@@ -353,22 +384,25 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
       num_keys_[row] = context + static_cast<int32_t>(block_);
       row_slots_[row] = slot_of(s.blocks, context + j, bs);
     }
-    logit_row += num_drafts;
   }
   if (active_.empty()) return;
   run_backbone(row);
 
-  // LM head over the rows that produce drafts only (the costliest matmul).
+  // The LM heads over the rows that produce drafts only (the costliest matmuls): one batched
+  // product per draft vocabulary, over the requests drafting from it.
   const int32_t first_slot = config_.sample_from_anchor ? 0 : 1;
-  for (const Active& a : active_) {
-    for (int32_t j = 0; j < a.num_drafts; ++j) {
-      std::memcpy(lm_in_.data() + static_cast<int64_t>(a.logit_row + j) * hidden_,
-                  x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_, hidden_ * sizeof(float));
+  int32_t logit_row = 0;
+  for (DraftVocabHead* head : {greedy_head_.get(), &vocab_head_}) {
+    const int32_t first = logit_row;
+    for (Active& a : active_) {
+      if (head == nullptr || a.head != head) continue;
+      a.logit_row = logit_row;
+      for (int32_t j = 0; j < a.num_drafts; ++j, ++logit_row) {
+        std::memcpy(lm_in_.data() + static_cast<int64_t>(logit_row) * hidden_,
+                    x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_, hidden_ * sizeof(float));
+      }
     }
-  }
-  if (logit_row > 0) lm_head_.forward(lm_in_.data(), logits_.data(), logit_row);
-  if (options_.keep_base_logits) {
-    std::memcpy(base_logits_.data(), logits_.data(), static_cast<size_t>(logit_row) * vocab_ * sizeof(float));
+    if (logit_row > first) head->project(lm_in_.data() + static_cast<int64_t>(first) * hidden_, first, logit_row - first);
   }
   draft_sequentially(requests);
   for (const Active& a : active_) {
@@ -400,23 +434,24 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
   // s.repeat was found by propose() (draft_by_repeat_lookup) for the repeat shifts.
   for (const Active& a : active_) slots_[a.slot].repeat_agrees = slots_[a.slot].repeat.found();
   for (int32_t j = 0; j < longest; ++j) {
-    int64_t n = 0;
-    for (const Active& a : active_) {
-      if (a.num_drafts <= j) continue;
-      const SlotState& s = slots_[a.slot];
-      markov_prev_[n] = j == 0 ? requests[a.request].tokens.back() : s.drafts[j - 1];
-      markov_rows_[n] = logits_.data() + static_cast<int64_t>(a.logit_row + j) * vocab_;
-      ++n;
+    for (DraftVocabHead* head : {greedy_head_.get(), &vocab_head_}) {
+      int64_t n = 0;
+      for (const Active& a : active_) {
+        if (a.num_drafts <= j || head == nullptr || a.head != head) continue;
+        markov_prev_[n] = j == 0 ? requests[a.request].tokens.back() : slots_[a.slot].drafts[j - 1];
+        markov_rows_[n] = head->row(a.logit_row + j);
+        ++n;
+      }
+      if (!heads_.has_markov() || n == 0) continue;
+      heads_.markov_features(markov_prev_.data(), n, markov_in_.data());
+      head->add_markov_bias(markov_in_.data(), n, markov_rows_.data());
     }
-    heads_.add_markov_bias(markov_prev_.data(), n, markov_rows_.data());
-    n = 0;
     for (const Active& a : active_) {
       if (a.num_drafts <= j) continue;
       const DraftRequest& r = requests[a.request];
       SlotState& s = slots_[a.slot];
-      const int32_t prev = markov_prev_[n];
-      const float* logits = markov_rows_[n];
-      ++n;
+      const int32_t prev = j == 0 ? r.tokens.back() : s.drafts[j - 1];
+      const float* logits = a.head->target_row(a.logit_row + j);
       const SamplingParams& sp = *r.sampling;
       std::span<const int32_t> history;
       if (sp.uses_history()) {
@@ -447,10 +482,8 @@ DSparkProposer::Inspection DSparkProposer::inspect(size_t request) const {
   const Active& a = active_[active_of_request_[request]];
   const size_t l = static_cast<size_t>(a.num_drafts);
   out.hidden = {x_.data() + static_cast<int64_t>(a.first_row) * hidden_, static_cast<size_t>(block_ * hidden_)};
-  out.logits = {logits_.data() + static_cast<int64_t>(a.logit_row) * vocab_, l * vocab_};
-  if (options_.keep_base_logits) {
-    out.base_logits = {base_logits_.data() + static_cast<int64_t>(a.logit_row) * vocab_, l * vocab_};
-  }
+  out.logits = a.head->target_rows(a.logit_row, a.num_drafts);
+  out.base_logits = a.head->base_rows(a.logit_row, a.num_drafts);
   if (heads_.has_confidence()) out.confidence_logits = {slots_[a.slot].confidence_logits.data(), l};
   return out;
 }

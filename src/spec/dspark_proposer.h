@@ -29,6 +29,11 @@
 //   requests (DrafterConfig::confidence_temperature).
 //   Returns min(max_drafts, num_speculative_tokens) drafts with their q rows and c_j.
 //
+// Draft vocabularies (spec/draft_vocab_head.h): the LM head and Markov W₂ run over the V_d
+// tokens of the drafter's vocabulary (all V, or a reduced one, spec/draft_vocab.h), or for a
+// greedy request over the V_g tokens of the drafter's greedy vocabulary when it has one; a
+// reduced row is scattered into target ids (−∞ elsewhere) before the transform and the draw.
+//
 // The embedding table and LM head are the target's unless the drafter directory has its own
 // embed_tokens.weight / lm_head.weight: the drafter holds the target's EmbeddingTable and a
 // shared view of its LM head (Linear::shared_view), not copies, so they cost no memory and
@@ -51,6 +56,7 @@
 #include "model/transformer.h"
 #include "loader/safetensors.h"
 #include "spec/draft_layer.h"
+#include "spec/draft_vocab_head.h"
 #include "spec/drafter_config.h"
 #include "spec/dspark_heads.h"
 #include "spec/proposer.h"
@@ -116,8 +122,9 @@ class DSparkProposer final : public Proposer {
   // What it drafts with: the target's embedding table and (a view of) its LM head unless
   // the drafter directory has its own.
   const EmbeddingTable& embedding() const { return *embedding_; }
-  const Linear& lm_head() const { return lm_head_; }
-  // Bytes of weights one propose() streams (layers, fc, LM head, Markov W₂).
+  const Linear& lm_head() const { return vocab_head_.lm_head(); }
+  // Bytes of weights one propose() for sampled requests streams (layers, fc, LM head, Markov
+  // W₂); greedy requests stream the greedy vocabulary's smaller head instead, when there is one.
   size_t weight_bytes() const;
   // Drafter KV blocks held by all slots (bounded by the context window when one is set).
   int64_t kv_blocks_in_use() const { return allocator_.num_used(); }
@@ -125,8 +132,10 @@ class DSparkProposer final : public Proposer {
   // What the last propose() computed for requests[i] (empty spans if it did not draft).
   struct Inspection {
     std::span<const float> hidden;             // [block_size, hidden] final-norm block states
-    std::span<const float> base_logits;        // [L, vocab] U_j (with keep_base_logits)
-    std::span<const float> logits;             // [L, vocab] U_j + Markov term, untransformed
+    std::span<const float> base_logits;        // [L, V_h] U_j in the request's head's draft ids
+                                               // (with keep_base_logits)
+    std::span<const float> logits;             // [L, vocab] U_j + Markov term in target ids (−∞ outside
+                                               // a reduced draft vocabulary), untransformed
     std::span<const float> confidence_logits;  // [L] z_j before the temperature (if any)
   };
   Inspection inspect(size_t request) const;
@@ -149,7 +158,8 @@ class DSparkProposer final : public Proposer {
     int32_t slot;
     int32_t num_drafts;  // L
     int32_t first_row;   // first block row (rows first_row .. + block_size)
-    int32_t logit_row;   // first LM-head row (drafts 1..L)
+    int32_t logit_row;   // first LM-head row of its head (drafts 1..L)
+    DraftVocabHead* head;  // the vocabulary it drafts from
   };
 
   // The projection batch: rows staged in ctx_in_ (positions and KV slots beside them).
@@ -173,7 +183,7 @@ class DSparkProposer final : public Proposer {
   int32_t num_speculative_tokens_;
   int64_t block_;                     // γ
   int64_t hidden_;                    // drafter hidden size
-  int64_t vocab_;
+  int64_t vocab_;                     // V, the target's
   int64_t fc_in_;                     // k * target hidden
   int64_t max_block_rows_;            // max_running * γ
   std::shared_ptr<const EmbeddingTable> embedding_;  // [vocab, hidden], the target's unless the drafter has one
@@ -181,8 +191,9 @@ class DSparkProposer final : public Proposer {
   std::vector<float> hidden_norm_;    // [hidden]
   std::vector<float> final_norm_;     // [hidden]
   std::vector<DraftLayer> layers_;
-  Linear lm_head_;                    // [vocab, hidden]
-  DSparkHeads heads_;
+  DraftVocabHead vocab_head_;         // LM head [V_d, hidden] (+ W₂), every request's unless below
+  std::unique_ptr<DraftVocabHead> greedy_head_;  // [V_g, hidden] (+ W₂) for greedy requests, or null
+  DSparkHeads heads_;                 // W₁ and the confidence head
   RopeTable rope_;
   KvPool kv_;
   BlockAllocator allocator_;
@@ -206,12 +217,11 @@ class DSparkProposer final : public Proposer {
   std::vector<int64_t> row_slots_;    // [max_block_rows]
   std::vector<const int32_t*> block_tables_;  // [max_running]
   std::vector<float> lm_in_;          // [max_block_rows, hidden]
-  std::vector<float> logits_;         // [max_block_rows, vocab]
-  std::vector<float> base_logits_;    // [max_block_rows, vocab] with keep_base_logits
   std::vector<Active> active_;        // [max_running]
   std::vector<int32_t> active_of_request_;  // [max_running] index into active_, or -1
   std::vector<int32_t> markov_prev_;  // [max_running]
   std::vector<float*> markov_rows_;   // [max_running] logits rows the Markov term goes to
+  std::vector<float> markov_in_;      // [max_running, markov_rank] their W₁[x_{j−1}]
   std::vector<int32_t> history_;      // committed + drafts, for the repetition penalty
 };
 

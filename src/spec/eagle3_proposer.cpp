@@ -9,6 +9,7 @@
 #include "kernels/norm.h"
 #include "model/fused_linear.h"
 #include "model/rope_frequencies.h"
+#include "spec/draft_vocab.h"
 #include "spec/drafter_memory.h"
 
 namespace dspark {
@@ -32,51 +33,6 @@ void check_tensors(const Eagle3Config& c, const WeightStore& store) {
     DSPARK_CHECK(known.contains(name), "EAGLE-3 drafter {} has tensor '{}', which its config does not describe",
                  store.dir().string(), name);
   }
-}
-
-// d2t [draft_vocab] (I64, or I32) as target ids d + d2t[d], each inside the target
-// vocabulary and none twice; t2d [vocab] (BOOL), when present, must mark exactly those.
-std::vector<int32_t> read_vocab_map(const Eagle3Config& c, const WeightStore& store) {
-  const std::string dir = store.dir().string();
-  DSPARK_CHECK(store.contains("d2t"),
-               "EAGLE-3 drafter {} has no tensor 'd2t' ([{}] int64: draft id d is target token d + d2t[d])", dir,
-               c.draft_vocab_size);
-  const TensorInfo& d2t = store.find("d2t");
-  DSPARK_CHECK(d2t.shape == std::vector<int64_t>{c.draft_vocab_size},
-               "EAGLE-3 drafter {}: tensor 'd2t' has shape {} but draft_vocab_size is {}", dir, format_shape(d2t.shape),
-               c.draft_vocab_size);
-  DSPARK_CHECK(d2t.dtype_tag == "I64" || d2t.dtype_tag == "I32",
-               "EAGLE-3 drafter {}: tensor 'd2t' has dtype {}; it must be I64 (or I32)", dir, d2t.dtype_tag);
-  const int64_t vocab = c.layer.vocab_size;
-  std::vector<int32_t> target(c.draft_vocab_size);
-  std::vector<bool> taken(vocab, false);
-  for (int64_t d = 0; d < c.draft_vocab_size; ++d) {
-    int64_t offset;
-    if (d2t.dtype_tag == "I64") {
-      std::memcpy(&offset, d2t.bytes.data() + d * 8, 8);
-    } else {
-      int32_t v;
-      std::memcpy(&v, d2t.bytes.data() + d * 4, 4);
-      offset = v;
-    }
-    const int64_t t = d + offset;
-    DSPARK_CHECK(t >= 0 && t < vocab, "EAGLE-3 drafter {}: d2t maps draft id {} to token {}, outside the target's "
-                 "vocabulary 0..{}", dir, d, t, vocab - 1);
-    DSPARK_CHECK(!taken[t], "EAGLE-3 drafter {}: d2t maps two draft ids to token {}", dir, t);
-    taken[t] = true;
-    target[d] = static_cast<int32_t>(t);
-  }
-  if (store.contains("t2d")) {
-    const TensorInfo& t2d = store.find("t2d");
-    DSPARK_CHECK(t2d.shape == std::vector<int64_t>{vocab} && t2d.dtype_tag == "BOOL",
-                 "EAGLE-3 drafter {}: tensor 't2d' must be BOOL [{}], got {} {}", dir, vocab, t2d.dtype_tag,
-                 format_shape(t2d.shape));
-    for (int64_t t = 0; t < vocab; ++t) {
-      const bool marked = t2d.bytes[t] != std::byte{0};
-      DSPARK_CHECK(marked == taken[t], "EAGLE-3 drafter {}: t2d and d2t disagree about token {}", dir, t);
-    }
-  }
-  return target;
 }
 
 const Eagle3Config& check_config(const Eagle3Config& c, const WeightStore& store, const ModelConfig& target,
@@ -147,7 +103,7 @@ Eagle3Proposer::Eagle3Proposer(Eagle3Config config, const WeightStore& store, co
                       LinearOptions{options_.compute, options_.max_running, LinearBackend::kAuto,
                                     options_.quantization});
       }()),
-      draft_to_target_(read_vocab_map(config_, store)),
+      draft_to_target_(read_draft_to_target(store, "", config_.draft_vocab_size, config_.layer.vocab_size, "EAGLE-3")),
       rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + num_speculative_tokens_,
             rope_attention_factor(config_.layer)),
       kv_(config_.layer, kv_options(options_, num_speculative_tokens_)),
@@ -405,7 +361,7 @@ int32_t Eagle3Proposer::draw(const DraftRequest& r, SlotState& s, const float* l
   const int32_t j = static_cast<int32_t>(s.drafts.size());
   std::memcpy(s.logits.data() + static_cast<int64_t>(j) * draft_vocab_, logits, draft_vocab_ * sizeof(float));
   std::fill(target_logits_.begin(), target_logits_.end(), -std::numeric_limits<float>::infinity());
-  for (int64_t d = 0; d < draft_vocab_; ++d) target_logits_[draft_to_target_[d]] = logits[d];
+  scatter_draft_logits(draft_to_target_, logits, target_logits_.data());
   const SamplingParams& sp = *r.sampling;
   std::span<const int32_t> history;
   if (sp.uses_history()) {

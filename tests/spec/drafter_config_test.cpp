@@ -268,8 +268,14 @@ TEST(DrafterConfig, TargetMismatchesNameBothValues) {
   j["draft_vocab_size"] = 32000;
   EXPECT_NE(target_error(j, target).find("vocab_size is 32000 but the target's vocab_size is 151936"), std::string::npos);
   j = published_dspark();
-  j["draft_vocab_size"] = 32000;
-  EXPECT_NE(target_error(j, target).find("draft_vocab_size is 32000 but the target's vocab_size is 151936"),
+  j["draft_vocab_size"] = 32000;  // a reduced draft vocabulary: fine
+  EXPECT_EQ(target_error(j, target), "");
+  j["draft_vocab_size"] = 151937;
+  EXPECT_NE(target_error(j, target).find("'draft_vocab_size' is 151937; it must be within 1..151936"),
+            std::string::npos);
+  j = published_dspark();
+  j["greedy_draft_vocab_size"] = 151936;
+  EXPECT_NE(target_error(j, target).find("'greedy_draft_vocab_size' is 151936; it must be within 0..151935"),
             std::string::npos);
   j = published_dspark();
   j["mask_token_id"] = 151936;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "loader/safetensors.h"
+#include "spec/draft_vocab.h"
 #include "spec/drafter_fixtures.h"
 #include "spec/reference_drafter.h"
 #include "spec/tail_match.h"
@@ -249,6 +251,104 @@ TEST(DSparkProposer, SampledQIsTheRequestTransformOfCorrectedLogits) {
   Draft second;
   proposer->propose({&repeat, 1}, {&second, 1});
   EXPECT_EQ(std::vector<int32_t>(second.tokens.begin(), second.tokens.end()), first);
+}
+
+// A draft vocabulary (spec/draft_vocab.h), written from the full drafter, for every request
+// or for greedy ones only. Where it applies, every logit it computes is the full drafter's
+// for the same token (checked against the scalar reference of the full drafter), every other
+// token is −∞ with q exactly 0 there, greedy drafts are the argmax over the kept tokens and a
+// sampled q is the request's transform of the masked row; where it does not (a sampled
+// request beside a greedy vocabulary), the rows are the full drafter's. Draft ids are listed
+// out of target order, so d2t offsets go both ways. Both LM-head sources: the target's (rows
+// copied from its tied or untied head) and the drafter's own.
+void check_draft_vocabulary(const DrafterSetup& s, const std::string& name, DraftVocabUse use) {
+  const int64_t vocab = s.target.vocab_size;
+  std::vector<int32_t> kept;
+  for (int32_t t = static_cast<int32_t>(vocab) - 1; t >= 0; --t) {
+    if (t % 3 != 0) kept.push_back(t);
+  }
+  const auto v_d = static_cast<int64_t>(kept.size());
+  DrafterSetup reduced = s;
+  reduced.drafter_dir = testing::make_temp_dir(name);
+  write_draft_vocab(s.drafter_dir, s.target_dir, kept, use, reduced.drafter_dir);
+  reduced.config = DrafterConfig::from_file(reduced.drafter_dir);
+  const bool greedy_only = use == DraftVocabUse::kGreedyRequests;
+  ASSERT_EQ(greedy_only ? reduced.config.greedy_draft_vocab_size : reduced.config.draft_vocab_size, v_d);
+  auto proposer = make_proposer(reduced, DType::kF32);
+  const testing::ReferenceDrafter reference(s.drafter_dir, s.target_dir, false);
+  const auto ctx = random_context(s, 9, 17);
+  const auto tokens = random_tokens(10, 18);
+  observe(*proposer, 0, ctx, 0, 9);
+  observe(*proposer, 1, ctx, 0, 9);
+  const SamplingParams greedy = greedy_params();
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_p = 0.95f;
+  sampled.repetition_penalty = 1.3f;
+  Rng rng(5);
+  const int32_t n = s.config.num_drafts();
+  const DraftRequest requests[2] = {{0, tokens, &greedy, nullptr, n}, {1, tokens, &sampled, &rng, n}};
+  Draft drafts[2];
+  proposer->propose(requests, drafts);
+  std::vector<float> q(vocab);
+  for (int r = 0; r < 2; ++r) {
+    const Draft& d = drafts[r];
+    ASSERT_EQ(static_cast<int32_t>(d.tokens.size()), n);
+    std::vector<int32_t> prev = {tokens.back()};
+    prev.insert(prev.end(), d.tokens.begin(), d.tokens.end() - 1);
+    auto expected = reference.forward(ctx, prev);
+    const bool masked = r == 0 || !greedy_only;
+    const int64_t head_size = masked ? v_d : vocab;
+    for (int32_t j = 0; j < n; ++j) {
+      float* want = expected.logits.data() + j * vocab;
+      for (int64_t t = 0; t < vocab; ++t) {
+        if (masked && t % 3 == 0) want[t] = -std::numeric_limits<float>::infinity();
+      }
+      const auto got = proposer->inspect(r);
+      for (int64_t t = 0; t < vocab; ++t) {
+        if (masked && t % 3 == 0) {
+          EXPECT_EQ(got.logits[j * vocab + t], want[t]) << "token " << t << " outside the draft vocabulary";
+          EXPECT_EQ(d.probs[j * vocab + t], 0.0f);
+        } else {
+          EXPECT_NEAR(got.logits[j * vocab + t], want[t], kF32.logits) << "token " << t;
+        }
+      }
+      ASSERT_EQ(got.base_logits.size(), static_cast<size_t>(n * head_size));
+      for (int64_t i = 0; i < head_size; ++i) {
+        const int64_t t = masked ? kept[i] : i;
+        EXPECT_NEAR(got.base_logits[j * head_size + i], expected.base_logits[j * vocab + t], kF32.logits);
+      }
+      if (masked) EXPECT_NE(d.tokens[j] % 3, 0) << "draft " << j << " outside the draft vocabulary";
+      if (r == 0) {
+        EXPECT_EQ(d.tokens[j], argmax(want, vocab)) << "draft " << j;
+        continue;
+      }
+      std::vector<int32_t> history = tokens;
+      history.insert(history.end(), d.tokens.begin(), d.tokens.begin() + j);
+      reference::to_probs(want, q.data(), vocab, sampled, history, static_cast<int64_t>(tokens.size()));
+      double worst = 0;
+      for (int64_t t = 0; t < vocab; ++t) worst = std::max(worst, std::abs(static_cast<double>(q[t]) - d.probs[j * vocab + t]));
+      EXPECT_LT(worst, 1e-4) << "q_" << j + 1;
+    }
+  }
+}
+
+TEST(DSparkProposer, ReducedDraftVocabularyIsTheFullDrafterOnItsTokens) {
+  constexpr DraftVocabUse kEvery = DraftVocabUse::kEveryRequest;
+  check_draft_vocabulary(setup(DrafterKind::kDSpark), "reduced-vocab", kEvery);
+  check_draft_vocabulary(setup(DrafterKind::kDFlash), "reduced-vocab-dflash", kEvery);
+  static const DrafterSetup own = make_setup(DrafterKind::kDSpark, "reduced-own", /*own_embeddings=*/true);
+  check_draft_vocabulary(own, "reduced-vocab-own", kEvery);
+  static const DrafterSetup tied = make_setup(DrafterKind::kDSpark, "reduced-tied", false, /*tied_target=*/true);
+  check_draft_vocabulary(tied, "reduced-vocab-tied", kEvery);
+}
+
+TEST(DSparkProposer, GreedyDraftVocabularyServesGreedyRequestsOnly) {
+  constexpr DraftVocabUse kGreedy = DraftVocabUse::kGreedyRequests;
+  check_draft_vocabulary(setup(DrafterKind::kDSpark), "greedy-vocab", kGreedy);
+  check_draft_vocabulary(setup(DrafterKind::kDFlash), "greedy-vocab-dflash", kGreedy);
+  static const DrafterSetup own = make_setup(DrafterKind::kDSpark, "greedy-own", /*own_embeddings=*/true);
+  check_draft_vocabulary(own, "greedy-vocab-own", kGreedy);
 }
 
 // Block K/V go to scratch slots past the context; after a verification round the next
@@ -595,7 +695,33 @@ TEST(DSparkProposer, LoadErrors) {
   });
   EXPECT_NE(message(missing, o).find("no tensor 'layers.1.post_attention_layernorm.weight'"), std::string::npos);
   const auto vocab_map = rewrite("d2t", [](auto& ts) { ts.push_back(make_f32_tensor("d2t", {4}, std::vector<float>(4))); });
-  EXPECT_NE(message(vocab_map, o).find("reduced draft vocabulary"), std::string::npos);
+  EXPECT_NE(message(vocab_map, o).find("a reduced draft vocabulary's map, but its draft_vocab_size 97 is the whole"),
+            std::string::npos);
+  // A reduced vocabulary: the map, its shape and its own LM head rows are required.
+  const std::vector<int32_t> kept = {5, 3, 9, 40};
+  const auto reduced = testing::make_temp_dir("reduced-errors");
+  write_draft_vocab(s.drafter_dir, s.target_dir, kept, DraftVocabUse::kEveryRequest, reduced);
+  auto reduced_without = [&](const std::string& dropped) {
+    const auto dir = testing::make_temp_dir("reduced-without-" + dropped);
+    std::filesystem::copy_file(reduced / "config.json", dir / "config.json");
+    const WeightStore store(reduced);
+    std::vector<TensorToWrite> tensors;
+    for (const std::string& n : store.names()) {
+      const TensorInfo& t = store.find(n);
+      if (n != dropped) tensors.push_back({n, t.dtype, t.shape, {t.bytes.begin(), t.bytes.end()}, t.supported ? "" : t.dtype_tag});
+    }
+    write_safetensors(dir / "model.safetensors", tensors);
+    return dir;
+  };
+  EXPECT_EQ(message(reduced, o), "");
+  EXPECT_NE(message(reduced_without("d2t"), o).find("has no tensor 'd2t'"), std::string::npos);
+  EXPECT_NE(message(reduced_without("lm_head.weight"), o).find("no tensor 'lm_head.weight' (shape [4, 64])"),
+            std::string::npos);
+  EXPECT_THROW(write_draft_vocab(reduced, s.target_dir, kept, DraftVocabUse::kGreedyRequests, testing::make_temp_dir("twice")), Error);
+  const std::vector<int32_t> repeated = {5, 5};
+  EXPECT_THROW(
+      write_draft_vocab(s.drafter_dir, s.target_dir, repeated, DraftVocabUse::kEveryRequest, testing::make_temp_dir("rep")),
+      Error);
   DSparkProposerOptions too_many = o;
   too_many.num_speculative_tokens = 5;
   EXPECT_NE(message(s.drafter_dir, too_many).find("5 drafts per round were asked for"), std::string::npos);

@@ -11,6 +11,7 @@
 #include "train/draft/draft_lm_train.h"
 #include "train/draft/draft_train.h"
 #include "train/draft/drafter_io.h"
+#include "train/draft/drafter_vocab.h"
 #include "train/draft/eagle3_io.h"
 #include "train/draft/eagle3_train.h"
 #include "train/draft/regen.h"
@@ -131,12 +132,30 @@ void add_calibrate_command(CLI::App& app) {
   cmd->callback([o] { run_calibration(*o); });
 }
 
+void add_draft_vocab_command(CLI::App& app) {
+  auto o = std::make_shared<DraftVocabOptions>();
+  auto* cmd = app.add_subcommand(
+      "draft-vocab", "Reduce a DSpark / DFlash drafter to the draft vocabulary its training answers use most");
+  cmd->add_option("--drafter", o->drafter, "Exported drafter with the whole vocabulary")->required();
+  cmd->add_option("--target", o->target, "Its target (Hugging Face directory)")->required();
+  cmd->add_option("--data", o->data, "Regen JSONL file or directory whose answers are counted")->required();
+  cmd->add_option("--size", o->size, "Draft vocabulary size V_d")->required();
+  cmd->add_flag("--greedy", o->greedy,
+                "Add it as a greedy requests' vocabulary; sampled requests keep the whole one");
+  cmd->add_option("--out", o->out, "Directory for the reduced drafter")->required();
+  cmd->add_option("--val-fraction", o->val_fraction, "Held-out regen records, not counted (as in training)")
+      ->capture_default_str();
+  cmd->add_option("--max-len", o->max_len, "Sequence cap in tokens (as in training)")->capture_default_str();
+  cmd->callback([o] { run_draft_vocab(*o); });
+}
+
 void add_drafter_commands(CLI::App& app) {
   add_regen_command(app);
   add_draft_command(app);
   add_eagle3_command(app);
   add_draft_lm_command(app);
   add_calibrate_command(app);
+  add_draft_vocab_command(app);
 }
 
 ExportExtension drafter_export_extension() {

@@ -81,16 +81,6 @@ struct IntervalStats {
   }
 };
 
-// Fraction of the counted tokens the draft vocabulary covers.
-double vocab_coverage(const std::vector<int64_t>& counts, const DraftVocab& vocab) {
-  double covered = 0, total = 0;
-  for (size_t t = 0; t < counts.size(); ++t) {
-    total += static_cast<double>(counts[t]);
-    if (vocab.t2d[t]) covered += static_cast<double>(counts[t]);
-  }
-  return total > 0 ? covered / total : 0.0;
-}
-
 // The run: target, drafter, data, optimizer, and the hooks of the shared step loop.
 class Eagle3Trainer final : public StepLoopHooks {
  public:

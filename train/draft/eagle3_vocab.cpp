@@ -52,6 +52,15 @@ DraftVocab draft_vocab_from_d2t(std::span<const int64_t> d2t, int64_t vocab_size
   return from_target_ids(std::move(ids), vocab_size);
 }
 
+double vocab_coverage(std::span<const int64_t> counts, const DraftVocab& vocab) {
+  double covered = 0, total = 0;
+  for (size_t t = 0; t < counts.size(); ++t) {
+    total += static_cast<double>(counts[t]);
+    if (vocab.t2d[t]) covered += static_cast<double>(counts[t]);
+  }
+  return total > 0 ? covered / total : 0.0;
+}
+
 std::vector<int64_t> count_completion_tokens(const std::vector<DraftSequence>& sequences, int64_t vocab_size) {
   std::vector<int64_t> counts(static_cast<size_t>(vocab_size), 0);
   for (const DraftSequence& s : sequences) {

@@ -32,6 +32,9 @@ DraftVocab build_draft_vocab(std::span<const int64_t> counts, int64_t draft_voca
 // checking that the ids are in range and distinct (other trainers need not sort them).
 DraftVocab draft_vocab_from_d2t(std::span<const int64_t> d2t, int64_t vocab_size);
 
+// Fraction of the counted tokens (counts: [V]) the draft vocabulary covers.
+double vocab_coverage(std::span<const int64_t> counts, const DraftVocab& vocab);
+
 // Occurrences of every target token the drafter is trained to predict: the completion
 // tokens of the sequences (EOS included when appended). [vocab_size]
 std::vector<int64_t> count_completion_tokens(const std::vector<DraftSequence>& sequences, int64_t vocab_size);
