@@ -15,8 +15,10 @@
 
 #include <ATen/ATen.h>
 
+#include "core/check.h"
 #include "kernels/sampling.h"
 #include "spec/drafter_config.h"
+#include "spec/draft_vocab.h"
 #include "spec/dspark_proposer.h"
 #include "train/draft/drafter.h"
 #include "train/draft/drafter_io.h"
@@ -234,6 +236,24 @@ TEST(DrafterExportTest, Bf16ExportLoadsAndConfigRoundTrips) {
     auto a = item.value().to(at::kBFloat16).to(at::kFloat);
     auto b = reloaded->named_parameters()[item.key()];
     EXPECT_TRUE(at::equal(a, b)) << item.key();
+  }
+  // With a greedy vocabulary added the engine loads it and the trainer drops it (rows of the
+  // trained tensors, they would go stale); a reduced vocabulary is refused by the trainer.
+  const std::vector<int32_t> kept = {3, 7, 11, 20, 21};
+  write_draft_vocab(root / "drafter", root / "target", kept, DraftVocabUse::kGreedyRequests, root / "greedy");
+  EXPECT_NO_THROW(DSparkProposer::load(root / "greedy", root / "target", po));
+  auto from_greedy = load_drafter(root / "greedy", *target);
+  EXPECT_EQ(from_greedy->config().greedy_draft_vocab_size, 0);
+  for (const auto& item : reloaded->named_parameters()) {
+    EXPECT_TRUE(at::equal(item.value(), from_greedy->named_parameters()[item.key()])) << item.key();
+  }
+  write_draft_vocab(root / "drafter", root / "target", kept, DraftVocabUse::kEveryRequest, root / "reduced");
+  EXPECT_NO_THROW(DSparkProposer::load(root / "reduced", root / "target", po));
+  try {
+    load_drafter(root / "reduced", *target);
+    ADD_FAILURE() << "the trainer loaded a reduced-vocabulary drafter";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has a reduced draft vocabulary (5 of"), std::string::npos) << e.what();
   }
   fs::remove_all(root);
 }

@@ -107,6 +107,7 @@ void load_drafter_weights(DrafterImpl& drafter, const WeightStore& store) {
     used.insert(item.key());
   }
   for (const auto& name : store.names()) {
+    if (name.starts_with("greedy_vocab.")) continue;  // dropped by load_drafter
     DSPARK_CHECK(used.count(name), "drafter {}: tensor '{}' has no place in this drafter{}", store.dir().string(),
                  name,
                  name == "embed_tokens.weight" || name == "lm_head.weight"
@@ -125,8 +126,15 @@ std::shared_ptr<DrafterImpl> make_drafter(const DrafterConfig& config, const Cau
 
 std::shared_ptr<DrafterImpl> load_drafter(const fs::path& dir, const CausalLmImpl& target) {
   const fs::path weights_dir = drafter_weights_dir(dir);
-  const DrafterConfig config = DrafterConfig::from_file(weights_dir / "config.json");
+  DrafterConfig config = DrafterConfig::from_file(weights_dir / "config.json");
   config.validate_for_target(target.config(), (weights_dir / "config.json").string());
+  DSPARK_CHECK(!config.reduces_vocab(),
+               "drafter {} has a reduced draft vocabulary ({} of {} tokens); the trainer works on drafters with the "
+               "whole vocabulary (reduce one after training: dspark-train draft-vocab)",
+               weights_dir.string(), config.draft_vocab_size, config.layer.vocab_size);
+  // A greedy vocabulary is rows copied from the LM head and W₂ (dspark-train draft-vocab
+  // --greedy): training would leave them stale, so the trainer drops it.
+  config.greedy_draft_vocab_size = 0;
   auto drafter = std::make_shared<DrafterImpl>(config, target_embedding(target), target.lm_head_weight());
   load_drafter_weights(*drafter, WeightStore(weights_dir));
   return drafter;
