@@ -98,6 +98,9 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
                   "(0 = never)")
       ->check(CLI::Range(0, static_cast<int>(kRepeatMaxTail)))
       ->capture_default_str();
+  cmd->add_flag_function(
+      "--no-greedy-draft-vocab", [&s](int64_t) { s.greedy_draft_vocab = false; },
+      "DSpark/DFlash drafter with a greedy draft vocabulary: draft greedy requests from the whole vocabulary too");
   cmd->add_option_function<std::string>(
          "--draft-quantization", [&s](const std::string& q) { if (q != "auto") s.quantization = parse_quantization(q); },
          "Draft model / DSpark / DFlash / EAGLE-3 drafter matmul weights: auto (as the target's), none or int8")

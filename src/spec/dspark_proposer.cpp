@@ -148,7 +148,7 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       hidden_norm_(load_vector(drafter, "hidden_norm.weight", hidden_)),
       final_norm_(load_vector(drafter, "norm.weight", hidden_)),
       vocab_head_(make_vocab_head(config_, drafter, target, "", options_, max_block_rows_)),
-      greedy_head_(config_.greedy_draft_vocab_size > 0
+      greedy_head_(config_.greedy_draft_vocab_size > 0 && options_.greedy_draft_vocab
                        ? std::make_unique<DraftVocabHead>(
                              make_vocab_head(config_, drafter, target, "greedy_vocab.", options_, max_block_rows_))
                        : nullptr),

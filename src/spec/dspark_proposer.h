@@ -92,6 +92,9 @@ struct DSparkProposerOptions {
   // text that loops keeps looping, and the lookup continues a loop exactly where the drafter
   // often breaks it. 0 = never.
   int32_t repeat_lookup_min_match = 0;
+  // Greedy requests draft from the drafter's greedy draft vocabulary when it has one
+  // (DrafterConfig::greedy_draft_vocab_size); false: from its whole vocabulary.
+  bool greedy_draft_vocab = true;
 
   void validate() const;
 };

@@ -88,6 +88,7 @@ std::unique_ptr<Proposer> SpeculatorPlan::build(const Transformer& target) const
   d.context_window = o.draft_context_window;
   d.max_pending_positions = o.draft_pending_positions;
   d.repeat_lookup_min_match = o.repeat_lookup_min_match;
+  d.greedy_draft_vocab = o.greedy_draft_vocab;
   d.compute = o.compute;
   d.quantization = drafter_quantization(o, target);
   const WeightStore drafter(o.speculator);

@@ -49,6 +49,9 @@ struct SpeculatorOptions {
   // DSpark/DFlash drafter: a greedy request whose context tail occurred earlier, at least
   // this long, drafts the repeat continuation instead (0 = never; DSparkProposerOptions).
   int32_t repeat_lookup_min_match = kDefaultRepeatLookupMinMatch;
+  // DSpark/DFlash drafter: draft greedy requests from the drafter's greedy draft vocabulary
+  // when it has one (false: from its whole vocabulary, as sampled requests; DSparkProposerOptions).
+  bool greedy_draft_vocab = true;
   int64_t max_running = 1;             // the engine's max_running
   DType compute = DType::kBF16;        // draft model / drafter compute dtype
   // Draft model's / drafter's matmul weights; unset: as the target's (its --quantization,

@@ -349,6 +349,35 @@ TEST(DSparkProposer, GreedyDraftVocabularyServesGreedyRequestsOnly) {
   check_draft_vocabulary(setup(DrafterKind::kDFlash), "greedy-vocab-dflash", kGreedy);
   static const DrafterSetup own = make_setup(DrafterKind::kDSpark, "greedy-own", /*own_embeddings=*/true);
   check_draft_vocabulary(own, "greedy-vocab-own", kGreedy);
+
+  // Turned off (--no-greedy-draft-vocab), greedy requests draft from the whole vocabulary:
+  // the same drafts and logits as the drafter without a greedy vocabulary.
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  std::vector<int32_t> kept;
+  for (int32_t t = 1; t < static_cast<int32_t>(s.target.vocab_size); t += 2) kept.push_back(t);
+  DrafterSetup greedy = s;
+  greedy.drafter_dir = testing::make_temp_dir("greedy-vocab-off");
+  write_draft_vocab(s.drafter_dir, s.target_dir, kept, kGreedy, greedy.drafter_dir);
+  DSparkProposerOptions o;
+  o.max_running = 2;
+  o.max_model_len = 128;
+  o.kv_block_size = 4;
+  o.compute = DType::kF32;
+  o.greedy_draft_vocab = false;
+  auto off = DSparkProposer::load(greedy.drafter_dir, s.target_dir, o);
+  auto whole = make_proposer(s, DType::kF32);
+  const auto ctx = random_context(s, 9, 27);
+  const auto tokens = random_tokens(10, 28);
+  const SamplingParams sp = greedy_params();
+  const DraftRequest request{0, tokens, &sp, nullptr, s.config.num_drafts()};
+  Draft a, b;
+  for (DSparkProposer* p : {off.get(), whole.get()}) observe(*p, 0, ctx, 0, 9);
+  off->propose({&request, 1}, {&a, 1});
+  whole->propose({&request, 1}, {&b, 1});
+  EXPECT_EQ(std::vector<int32_t>(a.tokens.begin(), a.tokens.end()), std::vector<int32_t>(b.tokens.begin(), b.tokens.end()));
+  const auto la = off->inspect(0).logits, lb = whole->inspect(0).logits;
+  ASSERT_EQ(la.size(), lb.size());
+  for (size_t i = 0; i < la.size(); ++i) ASSERT_EQ(la[i], lb[i]) << i;
 }
 
 // Block K/V go to scratch slots past the context; after a verification round the next
