@@ -1,8 +1,8 @@
 // The drafter pipeline end to end on a tiny random target with the project's tokenizer:
 // regen through the engine (records, training splits only, greedy answers equal to the
 // trainer's own greedy decoding, resume), draft training (the loss falls; a run stopped and
-// resumed reproduces an uninterrupted one bit for bit; DFlash), calibration, and export
-// from the checkpoint.
+// resumed reproduces an uninterrupted one bit for bit; DFlash), calibration, export from the
+// checkpoint, and draft vocabularies from the regen data.
 #include <unistd.h>
 
 #include <cmath>
@@ -19,9 +19,11 @@
 #include "loader/safetensors.h"
 #include "tokenizer/tokenizer.h"
 #include "spec/drafter_config.h"
+#include "spec/dspark_proposer.h"
 #include "train/draft/calibrate.h"
 #include "train/draft/draft_train.h"
 #include "train/draft/drafter_io.h"
+#include "train/draft/drafter_vocab.h"
 #include "train/draft/regen.h"
 #include "train/draft/regen_records.h"
 #include "train/export.h"
@@ -203,6 +205,36 @@ TEST_F(DraftPipelineTest, DSparkTrainingReducesTheLossAndExports) {
     ASSERT_EQ(ta.shape, tb.shape) << name;
     EXPECT_TRUE(std::equal(ta.bytes.begin(), ta.bytes.end(), tb.bytes.begin())) << name;
   }
+
+  // Draft vocabularies from the run's regen data: the engine loads both kinds, and a
+  // vocabulary of every distinct answer token covers all of them, one fewer does not.
+  std::set<int32_t> answer_tokens;
+  for (const RegenRecord& rec : read_regen_records(root_ / "regen" / "data.jsonl")) {
+    answer_tokens.insert(rec.completion_ids.begin(), rec.completion_ids.end());
+    if (rec.finish_reason == "eos") answer_tokens.insert(0);  // EOS is appended to such answers
+  }
+  DraftVocabOptions vo;
+  vo.drafter = root_ / "dspark_export";
+  vo.target = root_ / "target";
+  vo.data = root_ / "regen";
+  vo.val_fraction = 0.0;
+  vo.quiet = true;
+  vo.size = static_cast<int64_t>(answer_tokens.size());
+  vo.greedy = true;
+  vo.out = root_ / "greedy_vocab";
+  EXPECT_DOUBLE_EQ(run_draft_vocab(vo).coverage, 1.0);
+  vo.size -= 1;
+  vo.greedy = false;
+  vo.out = root_ / "reduced_vocab";
+  const DraftVocabResult reduced = run_draft_vocab(vo);
+  EXPECT_LT(reduced.coverage, 1.0);
+  EXPECT_GT(reduced.coverage, 0.5);
+  EXPECT_EQ(DrafterConfig::from_file(root_ / "greedy_vocab").greedy_draft_vocab_size, vo.size + 1);
+  EXPECT_EQ(DrafterConfig::from_file(root_ / "reduced_vocab").draft_vocab_size, vo.size);
+  DSparkProposerOptions po;
+  po.max_model_len = 64;
+  EXPECT_NO_THROW(DSparkProposer::load(root_ / "greedy_vocab", root_ / "target", po));
+  EXPECT_NO_THROW(DSparkProposer::load(root_ / "reduced_vocab", root_ / "target", po));
 
   // Calibration writes one temperature per draft, for greedy and for sampling requests,
   // into both configs of the run: the greedy fit on the greedy answers, the sampled one on

@@ -24,8 +24,14 @@ struct DraftVocabOptions {
   bool greedy = false;            // a greedy vocabulary beside the whole one (DraftVocabUse)
   double val_fraction = 0.05;     // held-out records not counted (the training split's)
   int64_t max_len = 512;          // sequence cap, as in training
+  bool quiet = false;
 };
 
-void run_draft_vocab(const DraftVocabOptions& o);
+struct DraftVocabResult {
+  double coverage = 0;            // of the counted completion tokens
+  int64_t training_sequences = 0;
+};
+
+DraftVocabResult run_draft_vocab(const DraftVocabOptions& o);
 
 }  // namespace dspark::train
