@@ -92,6 +92,17 @@ TEST(DraftLossTest, TermsMatchHandComputedValues) {
   const DraftLoss first = draft_loss(logits, probs, labels, conf, valid1, o);
   EXPECT_NEAR(first.ce, -std::log(0.5), 1e-5);
   EXPECT_NEAR(first.tv, 0.2, 1e-6);
+
+  // The optional forward KL(p ‖ q), weighted like the other terms and added to the total.
+  DraftLossOptions with_kl = o;
+  with_kl.kl_weight = 0.5;
+  const DraftLoss kl_loss = draft_loss(logits, probs, labels, conf, valid, with_kl);
+  double kl = 0;
+  for (int j = 0; j < 2; ++j)
+    for (int v = 0; v < 3; ++v) kl += w[j] * p[j][v] * std::log(p[j][v] / q[j][v]);
+  EXPECT_EQ(loss.kl, 0.0);
+  EXPECT_NEAR(kl_loss.kl, kl / ws, 1e-5);
+  EXPECT_NEAR(kl_loss.total.item<double>(), (0.1 * ce + 0.9 * tv + 1.0 * bce + 0.5 * kl) / ws, 1e-5);
 }
 
 TEST(DraftLossTest, ConfidenceTargetIsDetachedAndGradientsFlow) {

@@ -50,6 +50,7 @@ void add_draft_command(CLI::App& app) {
   cmd->add_option("--ce-weight", o->ce_weight, "CE weight (-1: 0.1 DSpark, 1 DFlash)")->capture_default_str();
   cmd->add_option("--tv-weight", o->tv_weight, "TV weight (-1: 0.9 DSpark, 0 DFlash)")->capture_default_str();
   cmd->add_option("--confidence-weight", o->confidence_weight, "BCE weight (-1: 1 DSpark)")->capture_default_str();
+  cmd->add_option("--kl-weight", o->kl_weight, "Forward KL(p || q) weight (0: off)")->capture_default_str();
   cmd->add_option("--decay", o->decay, "Position weight exp(-(j-1)/decay)")->capture_default_str();
   cmd->add_option("--steps", o->steps, "Optimizer steps")->capture_default_str();
   cmd->add_option("--stop-after", o->stop_after, "Stop after this many steps here (0: never)")->capture_default_str();

@@ -61,6 +61,12 @@ DraftLoss draft_loss(const torch::Tensor& draft_logits, const torch::Tensor& tar
     auto tv = (tv_tok * w).sum() / denom;
     out.tv = tv.item<double>();
     if (o.tv_weight != 0) total = total + tv * o.tv_weight;
+    if (o.kl_weight != 0) {
+      auto kl_tok = (at::xlogy(target_probs, target_probs) - target_probs * log_q).sum(-1);  // [B, N, D]
+      auto kl = (kl_tok * w).sum() / denom;
+      out.kl = kl.item<double>();
+      total = total + kl * o.kl_weight;
+    }
     if (confidence_logits.defined() && o.confidence_weight != 0) {
       auto bce = at::binary_cross_entropy_with_logits(confidence_logits.to(at::kFloat), out.acceptance, {}, {},
                                                       at::Reduction::None);
@@ -69,8 +75,8 @@ DraftLoss draft_loss(const torch::Tensor& draft_logits, const torch::Tensor& tar
       total = total + conf * o.confidence_weight;
     }
   } else {
-    DSPARK_CHECK(o.tv_weight == 0 && (!confidence_logits.defined() || o.confidence_weight == 0),
-                 "draft_loss: the TV and confidence terms need the target's probabilities");
+    DSPARK_CHECK(o.tv_weight == 0 && o.kl_weight == 0 && (!confidence_logits.defined() || o.confidence_weight == 0),
+                 "draft_loss: the TV, KL and confidence terms need the target's probabilities");
   }
   (void)v;
   out.total = total;

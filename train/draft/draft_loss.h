@@ -12,7 +12,8 @@
 //   ce    −log q_j(label)                       (q_j = softmax of the Markov-corrected logits)
 //   tv    ½‖q_j − p_j‖₁                          (total variation; DESIGN's TV)
 //   conf  BCE(sigmoid(z_j), c*_j), c*_j = 1 − ½‖q_j − p_j‖₁ detached
-//   total = ce_weight·ce + tv_weight·tv + confidence_weight·conf
+//   kl    KL(p_j ‖ q_j) = Σ p_j (log p_j − log q_j)   (the draft LM's distillation loss)
+//   total = ce_weight·ce + tv_weight·tv + confidence_weight·conf + kl_weight·kl
 // Note: the paper / DeepSpec's "L_tv" is ‖q − p‖₁ itself (= 2·TV), so their l1 weight 0.9
 // equals tv_weight 1.8 here.
 #pragma once
@@ -38,6 +39,7 @@ struct DraftLossOptions {
   double ce_weight = 0.1;          // DFlash: 1
   double tv_weight = 0.9;          // DFlash: 0
   double confidence_weight = 1.0;  // ignored without a confidence head
+  double kl_weight = 0.0;          // 0: the paper's loss
   double decay = 4.0;              // position weight exp(−(j−1)/decay); <= 0: uniform
 };
 
@@ -46,6 +48,7 @@ struct DraftLoss {
   double ce = 0;             // weighted means (for logs)
   double tv = 0;
   double confidence = 0;
+  double kl = 0;
   double weight_sum = 0;     // Σ w
   torch::Tensor acceptance;  // [B, N, D] 1 − TV per position (detached), or undefined without p
 };

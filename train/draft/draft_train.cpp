@@ -72,7 +72,8 @@ json options_json(const DraftTrainOptions& o, const DraftLossOptions& loss) {
               {"block_size", o.block_size}, {"layers", o.layers}, {"markov_rank", o.markov_rank},
               {"val_fraction", o.val_fraction}, {"max_len", o.max_len}, {"batch", o.batch},
               {"anchors", o.anchors}, {"ce_weight", loss.ce_weight}, {"tv_weight", loss.tv_weight},
-              {"confidence_weight", loss.confidence_weight}, {"decay", loss.decay}, {"steps", o.steps},
+              {"confidence_weight", loss.confidence_weight}, {"kl_weight", loss.kl_weight}, {"decay", loss.decay},
+              {"steps", o.steps},
               {"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup", o.warmup}, {"weight_decay", o.weight_decay},
               {"beta1", o.beta1}, {"beta2", o.beta2}, {"grad_clip", o.grad_clip}, {"bf16", o.bf16}};
 }
@@ -83,6 +84,7 @@ DraftLossOptions loss_options(const DraftTrainOptions& o, DrafterKind kind) {
   l.ce_weight = o.ce_weight >= 0 ? o.ce_weight : (dspark ? 0.1 : 1.0);
   l.tv_weight = o.tv_weight >= 0 ? o.tv_weight : (dspark ? 0.9 : 0.0);
   l.confidence_weight = o.confidence_weight >= 0 ? o.confidence_weight : (dspark ? 1.0 : 0.0);
+  l.kl_weight = o.kl_weight;
   l.decay = o.decay;
   return l;
 }
@@ -124,7 +126,7 @@ class DraftTrainer final : public StepLoopHooks {
 
   // Sums since the last progress line (their loss terms and the first draft's acceptance).
   struct Interval {
-    double ce = 0, tv = 0, confidence = 0, alpha1 = 0;
+    double ce = 0, tv = 0, confidence = 0, kl = 0, alpha1 = 0;
   };
 
   const DraftTrainOptions& o_;
@@ -220,9 +222,11 @@ void DraftTrainer::log_setup(const RegenSplit& split) {
   log_.print("target: {} ({} layers, hidden {}, vocab {}); data: {} records -> {} train / {} val sequences",
              o_.target.string(), tc.num_hidden_layers, tc.hidden_size, tc.vocab_size, split.num_records,
              train_seqs_.size(), val_seqs_.size());
-  log_.print("loss: {}·CE + {}·TV + {}·BCE, decay {}; batch {}x{} anchors, steps {}, lr {} -> {} warmup {}, bf16 {}",
+  log_.print("loss: {}·CE + {}·TV + {}·BCE{}, decay {}; batch {}x{} anchors, steps {}, lr {} -> {} warmup {}, bf16 {}",
              loss_opts_.ce_weight, loss_opts_.tv_weight,
-             dc.enable_confidence_head ? loss_opts_.confidence_weight : 0.0, loss_opts_.decay, o_.batch, o_.anchors,
+             dc.enable_confidence_head ? loss_opts_.confidence_weight : 0.0,
+             loss_opts_.kl_weight != 0 ? fmt::format(" + {}·KL", loss_opts_.kl_weight) : "", loss_opts_.decay,
+             o_.batch, o_.anchors,
              o_.steps, o_.lr, o_.min_lr, o_.warmup, o_.bf16);
 }
 
@@ -241,6 +245,7 @@ double DraftTrainer::train_step(int64_t step, int64_t& tokens) {
   interval_.ce += loss.ce;
   interval_.tv += loss.tv;
   interval_.confidence += loss.confidence;
+  interval_.kl += loss.kl;
   if (loss.acceptance.defined() && loss.weight_sum > 0) {
     auto w = f.targets.valid.select(2, 0);
     interval_.alpha1 +=
@@ -251,12 +256,13 @@ double DraftTrainer::train_step(int64_t step, int64_t& tokens) {
 
 void DraftTrainer::log_progress(const ProgressReport& r) {
   const double k = static_cast<double>(r.interval_steps);
-  log_.print("step {}/{} loss {:.4f} (ce {:.4f} tv {:.4f} conf {:.4f}) alpha1 {:.3f} {}", r.at.step, r.steps,
-             interval_loss_ / k, interval_.ce / k, interval_.tv / k, interval_.confidence / k, interval_.alpha1 / k,
+  log_.print("step {}/{} loss {:.4f} (ce {:.4f} tv {:.4f} conf {:.4f}{}) alpha1 {:.3f} {}", r.at.step, r.steps,
+             interval_loss_ / k, interval_.ce / k, interval_.tv / k, interval_.confidence / k,
+             loss_opts_.kl_weight != 0 ? fmt::format(" kl {:.4f}", interval_.kl / k) : "", interval_.alpha1 / k,
              r.tail());
   json m = r.metrics();
   m.update({{"loss", interval_loss_ / k}, {"ce", interval_.ce / k}, {"tv", interval_.tv / k},
-            {"confidence", interval_.confidence / k}, {"alpha1", interval_.alpha1 / k}});
+            {"confidence", interval_.confidence / k}, {"kl", interval_.kl / k}, {"alpha1", interval_.alpha1 / k}});
   log_.metrics(m);
   interval_ = Interval{};
   interval_loss_ = 0;

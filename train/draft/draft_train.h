@@ -54,6 +54,7 @@ struct DraftTrainOptions {
   double ce_weight = -1;
   double tv_weight = -1;
   double confidence_weight = -1;
+  double kl_weight = 0;             // forward KL to the target's distribution (0: off, the paper's loss)
   double decay = 4.0;               // position weight exp(−(j−1)/decay)
   // optimisation
   int64_t steps = 2000;
