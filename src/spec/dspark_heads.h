@@ -28,7 +28,6 @@ class DSparkHeads {
   bool has_markov() const { return rank_ > 0; }
   bool has_confidence() const { return !confidence_w_.empty(); }
 
-  int64_t markov_rank() const { return rank_; }
   // out[i] = W₁[prev_tokens[i]] as f32 for i < n: [n, rank], the Markov features W₂ multiplies.
   void markov_features(const int32_t* prev_tokens, int64_t n, float* out) const;
 
