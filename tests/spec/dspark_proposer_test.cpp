@@ -55,16 +55,22 @@ const DrafterSetup& setup(DrafterKind kind) {
   return kind == DrafterKind::kDSpark ? dspark : dflash;
 }
 
-std::unique_ptr<DSparkProposer> make_proposer(const DrafterSetup& s, DType compute, int64_t max_context_rows = 64,
-                                              int64_t max_pending_positions = -1, int64_t context_window = 0) {
+DSparkProposerOptions proposer_options(DType compute) {
   DSparkProposerOptions o;
   o.max_running = 4;
   o.max_model_len = 128;
-  o.max_context_rows = max_context_rows;
-  o.max_pending_positions = max_pending_positions;
+  o.max_context_rows = 64;
   o.kv_block_size = 4;
   o.compute = compute;
   o.keep_base_logits = true;
+  return o;
+}
+
+std::unique_ptr<DSparkProposer> make_proposer(const DrafterSetup& s, DType compute, int64_t max_context_rows = 64,
+                                              int64_t max_pending_positions = -1, int64_t context_window = 0) {
+  DSparkProposerOptions o = proposer_options(compute);
+  o.max_context_rows = max_context_rows;
+  o.max_pending_positions = max_pending_positions;
   o.context_window = context_window;
   return DSparkProposer::load(s.drafter_dir, s.target_dir, o);
 }
@@ -358,11 +364,7 @@ TEST(DSparkProposer, GreedyDraftVocabularyServesGreedyRequestsOnly) {
   DrafterSetup greedy = s;
   greedy.drafter_dir = testing::make_temp_dir("greedy-vocab-off");
   write_draft_vocab(s.drafter_dir, s.target_dir, kept, kGreedy, greedy.drafter_dir);
-  DSparkProposerOptions o;
-  o.max_running = 2;
-  o.max_model_len = 128;
-  o.kv_block_size = 4;
-  o.compute = DType::kF32;
+  DSparkProposerOptions o = proposer_options(DType::kF32);
   o.greedy_draft_vocab = false;
   auto off = DSparkProposer::load(greedy.drafter_dir, s.target_dir, o);
   auto whole = make_proposer(s, DType::kF32);

@@ -17,7 +17,7 @@
 #include "train/draft/eagle3.h"
 #include "train/draft/eagle3_io.h"
 #include "train/draft/eagle3_loss.h"
-#include "train/draft/eagle3_vocab.h"
+#include "train/draft/draft_vocab_choice.h"
 
 namespace dspark::train {
 namespace {

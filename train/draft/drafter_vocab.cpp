@@ -8,7 +8,7 @@
 #include "loader/config.h"
 #include "spec/drafter_config.h"
 #include "spec/draft_vocab.h"
-#include "train/draft/eagle3_vocab.h"
+#include "train/draft/draft_vocab_choice.h"
 #include "train/draft/regen_split.h"
 
 namespace dspark::train {

@@ -5,7 +5,7 @@
 //
 // dspark-train draft-vocab --drafter D --target T --data REGEN --size V_d [--greedy] --out OUT
 //   counts the completion tokens of REGEN's training split (the held-out records, chosen by
-//   id hash as in training, are left out), keeps the V_d most frequent (eagle3_vocab.h) and
+//   id hash as in training, are left out), keeps the V_d most frequent (draft_vocab_choice.h) and
 //   writes OUT with write_draft_vocab (spec/draft_vocab.h): the drafter's vocabulary, or with
 //   --greedy a second one for greedy requests (count greedy answers for it).
 #pragma once

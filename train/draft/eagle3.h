@@ -6,7 +6,7 @@
 // Module contract:
 // - Parameters are named exactly as the speculators-layout tensors: fc.weight [H, 3·H_t],
 //   layers.0.* (eagle3_layer.h), norm.weight [H], lm_head.weight [V_d, H]. Buffers d2t [V_d]
-//   int64 and t2d [V] bool hold the draft vocabulary (eagle3_vocab.h); they are saved but
+//   int64 and t2d [V] bool hold the draft vocabulary (draft_vocab_choice.h); they are saved but
 //   never trained. The embedding table is the target's, a frozen constant (never saved), so
 //   H = H_t.
 // - Rows. A row at position p pairs a token x with a feature g [H]; its output r [H] (before
@@ -35,7 +35,7 @@
 
 #include "spec/eagle3_config.h"
 #include "train/draft/eagle3_layer.h"
-#include "train/draft/eagle3_vocab.h"
+#include "train/draft/draft_vocab_choice.h"
 #include "train/model/transformer.h"
 
 namespace dspark::train {

@@ -24,7 +24,7 @@
 #include "loader/safetensors.h"
 #include "spec/eagle3_config.h"
 #include "train/draft/drafter_io.h"
-#include "train/draft/eagle3_vocab.h"
+#include "train/draft/draft_vocab_choice.h"
 
 namespace dspark::train {
 

@@ -1,4 +1,4 @@
-#include "train/draft/eagle3_vocab.h"
+#include "train/draft/draft_vocab_choice.h"
 
 #include <algorithm>
 #include <numeric>

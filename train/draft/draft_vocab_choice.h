@@ -1,6 +1,7 @@
-// The reduced draft vocabulary of an EAGLE-3 drafter (spec/eagle3_config.h): its LM head has
-// rows for the V_d target tokens it can draft, the ones the training data uses most, so the
-// head costs V_d·H instead of V·H per drafted token.
+// Choosing a draft vocabulary from training data: the V_d target tokens the training answers
+// use most, for an EAGLE-3 drafter's LM head (spec/eagle3_config.h) and for the vocabularies
+// `dspark-train draft-vocab` gives a DSpark / DFlash drafter (drafter_vocab.h), so that a head
+// costs V_d·H instead of V·H per drafted token.
 //
 // build_draft_vocab(): the V_d most frequent target tokens (ties: lower id first), listed in
 // ascending id order (the speculators convention, so that d2t is non-decreasing);
