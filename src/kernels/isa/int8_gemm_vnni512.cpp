@@ -24,6 +24,8 @@ template <int kRows, int kBlocks>
 void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int64_t ch1, int64_t num_chunks,
           float* partial, const uint8_t* records, int64_t record_bytes, int64_t blocks, const float* bias, float* y,
           int64_t ldy, int64_t valid_cols) {
+  // f32 and int32 sums of every row and block, plus weights and a broadcast: 32 registers.
+  static_assert(kRows * kBlocks * 2 + kBlocks + 1 <= 32);
   __m512 acc[kRows][kBlocks];
   #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
@@ -45,39 +47,34 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int6
         _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes);
-    // Integer sums of one chunk, then scaled into acc. With many rows the blocks take
-    // turns (one set of kRows sums), so both blocks of a record are still read in one
-    // pass over the weights, in address order, within the 32 vector registers.
-    constexpr int kSumBlocks = kRows * kBlocks <= 12 ? kBlocks : 1;
+    // Integer sums of one chunk for both blocks at once (each row's 4-byte activation
+    // group broadcast once), then scaled into acc.
+    __m512i dot[kRows][kBlocks];
     #pragma GCC unroll 16
-    for (int b1 = 0; b1 < kBlocks; b1 += kSumBlocks) {
-      __m512i dot[kRows][kSumBlocks];
+    for (int r = 0; r < kRows; ++r)
       #pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r)
+      for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_setzero_si512();
+    for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
+      __m512i wv[kBlocks];
+      #pragma GCC unroll 16
+      for (int b = 0; b < kBlocks; ++b) wv[b] = _mm512_loadu_si512(wb + b * kInt8BlockBytes + kq * 64);
+      #pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) {
+        int32_t four;
+        std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
+        const __m512i xv = _mm512_set1_epi32(four);
         #pragma GCC unroll 16
-        for (int b = 0; b < kSumBlocks; ++b) dot[r][b] = _mm512_setzero_si512();
-      for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
-        __m512i wv[kSumBlocks];
-        #pragma GCC unroll 16
-        for (int b = 0; b < kSumBlocks; ++b) wv[b] = _mm512_loadu_si512(wb + (b1 + b) * kInt8BlockBytes + kq * 64);
-        #pragma GCC unroll 16
-        for (int r = 0; r < kRows; ++r) {
-          int32_t four;
-          std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
-          const __m512i xv = _mm512_set1_epi32(four);
-          #pragma GCC unroll 16
-          for (int b = 0; b < kSumBlocks; ++b) dot[r][b] = _mm512_dpbusd_epi32(dot[r][b], wv[b], xv);
-        }
+        for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_dpbusd_epi32(dot[r][b], wv[b], xv);
       }
+    }
+    #pragma GCC unroll 16
+    for (int b = 0; b < kBlocks; ++b) {
+      const __m512 s = _mm512_loadu_ps(sw + b * kInt8Block);
       #pragma GCC unroll 16
-      for (int b = 0; b < kSumBlocks; ++b) {
-        const __m512 s = _mm512_loadu_ps(sw + (b1 + b) * kInt8Block);
-        #pragma GCC unroll 16
-        for (int r = 0; r < kRows; ++r) {
-          const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[r][b]), _mm512_set1_ps(ts[r * num_chunks + ch]),
-                                           _mm512_set1_ps(cs[r * num_chunks + ch]));
-          acc[r][b1 + b] = _mm512_fmadd_ps(t, s, acc[r][b1 + b]);
-        }
+      for (int r = 0; r < kRows; ++r) {
+        const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[r][b]), _mm512_set1_ps(ts[r * num_chunks + ch]),
+                                         _mm512_set1_ps(cs[r * num_chunks + ch]));
+        acc[r][b] = _mm512_fmadd_ps(t, s, acc[r][b]);
       }
     }
   }
