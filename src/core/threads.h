@@ -1,5 +1,6 @@
-// The engine's one thread pool is OpenMP's (oneDNN in Debian uses the same runtime, so
-// matmuls and hand-written kernels share hot threads instead of fighting over cores).
+// How many threads the engine computes with: OpenMP's setting (OMP_NUM_THREADS, --threads),
+// per calling thread. The kernels' own parallel loops (core/thread_pool.h) size their team
+// from it; oneDNN, where a model uses it, runs on OpenMP's threads with the same count.
 #pragma once
 
 #include <omp.h>

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/thread_pool.h"
 #include "kernels/simd.h"
 
 namespace dspark {
@@ -464,11 +465,10 @@ void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv) {
   const bool parallel = work > 1 && 2 * total_keys * args.num_heads * kv.head_dim >= kParallelMinMacs;
   // Units are independent and each is computed whole by one thread, so the schedule
   // (dynamic: causal rows have unequal lengths) never changes any result.
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
-  for (int64_t u = 0; u < work; ++u) {
+  parallel_for_dynamic(work, parallel, [&](int64_t u) {
     const auto [t0, n] = unit[u / kv.num_kv_heads];
     attend_unit(args, kv, t0, n, u % kv.num_kv_heads);
-  }
+  });
 }
 
 }  // namespace dspark

@@ -1,5 +1,6 @@
 #include "kernels/elementwise.h"
 
+#include "core/thread_pool.h"
 #include "kernels/simd.h"
 
 namespace dspark {
@@ -36,14 +37,15 @@ void silu_mul_row_avx2(const float* gate, const float* up, float* o, int64_t ffn
 
 void silu_mul(const float* gate_up, float* out, int64_t num_rows, int64_t ffn) {
   const bool wide = simd::wide();
-#pragma omp parallel for schedule(static) if (num_rows > 1 && num_rows * ffn >= kParallelMinElements)
-  for (int64_t r = 0; r < num_rows; ++r) {
-    const float* gate = gate_up + r * 2 * ffn;  // [ffn]
-    const float* up = gate + ffn;               // [ffn]
-    float* o = out + r * ffn;                   // [ffn]
-    if (wide) silu_mul_row_avx512(gate, up, o, ffn);
-    else silu_mul_row_avx2(gate, up, o, ffn);
-  }
+  parallel_for(num_rows, num_rows > 1 && num_rows * ffn >= kParallelMinElements, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* gate = gate_up + r * 2 * ffn;  // [ffn]
+      const float* up = gate + ffn;               // [ffn]
+      float* o = out + r * ffn;                   // [ffn]
+      if (wide) silu_mul_row_avx512(gate, up, o, ffn);
+      else silu_mul_row_avx2(gate, up, o, ffn);
+    }
+  });
 }
 
 void add_inplace(float* x, const float* y, int64_t n) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/thread_pool.h"
 #include "kernels/simd.h"
 
 namespace dspark {
@@ -50,11 +51,12 @@ void rms_norm_row_portable(const float* x, const float* weight, float* y, int64_
 
 void rms_norm(const float* x, const float* weight, float* y, int64_t num_rows, int64_t dim, float eps) {
   const bool wide = simd::wide();
-#pragma omp parallel for schedule(static) if (num_rows > 1 && num_rows * dim >= kParallelMinElements)
-  for (int64_t r = 0; r < num_rows; ++r) {
-    if (wide) rms_norm_row_avx512(x + r * dim, weight, y + r * dim, dim, eps);
-    else rms_norm_row_portable(x + r * dim, weight, y + r * dim, dim, eps);
-  }
+  parallel_for(num_rows, num_rows > 1 && num_rows * dim >= kParallelMinElements, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (wide) rms_norm_row_avx512(x + r * dim, weight, y + r * dim, dim, eps);
+      else rms_norm_row_portable(x + r * dim, weight, y + r * dim, dim, eps);
+    }
+  });
 }
 
 }  // namespace dspark

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/thread_pool.h"
 
 namespace dspark {
 namespace {
@@ -35,22 +36,23 @@ void apply_rope(float* x, const int32_t* positions, int64_t num_tokens, int64_t 
     DSPARK_CHECK(positions[t] >= 0 && positions[t] < table.max_positions(),
                  "apply_rope: position {} of token {} outside [0, {})", positions[t], t, table.max_positions());
   const int64_t rows = num_tokens * num_heads;
-#pragma omp parallel for schedule(static) if (rows > 1 && rows * head_dim >= kParallelMinElements)
-  for (int64_t row = 0; row < rows; ++row) {
-    const int32_t pos = positions[row / num_heads];
-    const float* c = table.cos(pos);  // [half]
-    const float* s = table.sin(pos);  // [half]
-    float* lo = x + row * head_dim;   // [half]
-    float* hi = lo + half;            // [half]
-    // x*cos + rotate_half(x)*sin, with separate roundings (no fma) like HF's f32 ops; the
-    // compiler vectorizes it, and element-wise work gives the same bits at any width.
-    for (int64_t i = 0; i < half; ++i) {
-      const float a = lo[i], b = hi[i];
-      const float ac = a * c[i], bs = b * s[i], bc = b * c[i], as = a * s[i];
-      lo[i] = ac - bs;
-      hi[i] = bc + as;
+  parallel_for(rows, rows > 1 && rows * head_dim >= kParallelMinElements, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int32_t pos = positions[row / num_heads];
+      const float* c = table.cos(pos);  // [half]
+      const float* s = table.sin(pos);  // [half]
+      float* lo = x + row * head_dim;   // [half]
+      float* hi = lo + half;            // [half]
+      // x*cos + rotate_half(x)*sin, with separate roundings (no fma) like HF's f32 ops; the
+      // compiler vectorizes it, and element-wise work gives the same bits at any width.
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = lo[i], b = hi[i];
+        const float ac = a * c[i], bs = b * s[i], bc = b * c[i], as = a * s[i];
+        lo[i] = ac - bs;
+        hi[i] = bc + as;
+      }
     }
-  }
+  });
 }
 
 }  // namespace dspark

@@ -2,6 +2,7 @@
 // tiles. The caller has obtained the AMX permission (isa_supported(Isa::kAmx)).
 #include <immintrin.h>
 
+#include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/simd.h"
 
@@ -115,12 +116,10 @@ void bf16_gemm_amx(const PackedBf16View& w, const float* x, uint16_t* scratch, f
   const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
   const int64_t out = w.out;
   const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
-#pragma omp parallel if (parallel)
-  {
+  parallel_for(w.num_groups, parallel, [&](int64_t begin, int64_t end) {
     load_tile_config();  // tile configuration is per thread
     alignas(64) float c[32 * kBf16Group];  // [32 rows, 64 outputs] of one call
-#pragma omp for schedule(static)
-    for (int64_t g = 0; g < w.num_groups; ++g) {
+    for (int64_t g = begin; g < end; ++g) {
       const int64_t blocks = bf16_blocks_in_group(g, out);
       const uint16_t* wg = w.tiles + g * group_elems;
       const int64_t chunk_stride = blocks * kBf16TileElems;
@@ -152,7 +151,7 @@ void bf16_gemm_amx(const PackedBf16View& w, const float* x, uint16_t* scratch, f
       }
     }
     _tile_release();
-  }
+  });
 }
 
 }  // namespace dspark::kernels

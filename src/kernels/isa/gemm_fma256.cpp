@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/isa/f32_kernels.h"
 #include "kernels/isa/row_spans.h"
@@ -140,19 +141,20 @@ void gemm(const W* tiles, const float* bias, int64_t out, int64_t in, int64_t pa
   const int64_t num_chunks = padded_in / kBf16Chunk;
   const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
   const bool parallel = rows * out * in >= kParallelMinMacs;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t g = 0; g < num_groups; ++g) {
-    const int64_t blocks = bf16_blocks_in_group(g, out);
-    const W* wg = tiles + g * group_elems;
-    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t col = g * kBf16Group + b * kBf16Block;
-        const int64_t valid = out - col < kBf16Block ? out - col : kBf16Block;
-        tile_fn<W>(n)(scratch + r * ldx, ldx, wg + b * kBf16TileElems, blocks * kBf16TileElems, ch0, ch1, num_chunks,
-                      partial + b * kBf16Block, bias + col, y + r * out + col, out, valid);
-      }
-    });
-  }
+  parallel_for(num_groups, parallel, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      const int64_t blocks = bf16_blocks_in_group(g, out);
+      const W* wg = tiles + g * group_elems;
+      for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t col = g * kBf16Group + b * kBf16Block;
+          const int64_t valid = out - col < kBf16Block ? out - col : kBf16Block;
+          tile_fn<W>(n)(scratch + r * ldx, ldx, wg + b * kBf16TileElems, blocks * kBf16TileElems, ch0, ch1, num_chunks,
+                        partial + b * kBf16Block, bias + col, y + r * out + col, out, valid);
+        }
+      });
+    }
+  });
 }
 
 }  // namespace

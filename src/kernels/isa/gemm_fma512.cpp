@@ -3,6 +3,7 @@
 // a 32-value weight vector costs two integer ops and feeds 2 x rows FMAs.
 #include <immintrin.h>
 
+#include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/isa/f32_kernels.h"
 #include "kernels/isa/row_spans.h"
@@ -112,18 +113,19 @@ void gemm(const W* tiles, const float* bias, int64_t out, int64_t in, int64_t pa
   const int64_t num_chunks = padded_in / kBf16Chunk;
   const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;  // of every full group
   const bool parallel = rows * out * in >= kParallelMinMacs;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t g = 0; g < num_groups; ++g) {
-    const int64_t blocks = bf16_blocks_in_group(g, out);
-    const W* wg = tiles + g * group_elems;
-    const int64_t col = g * kBf16Group;
-    const __mmask16 last_mask = simd::lanes(out - col - (blocks - 1) * kBf16Block);
-    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
-      tile_for<Tiles<W>, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems,
-                                                                ch0, ch1, num_chunks, partial, bias + col,
-                                                                y + r * out + col, out, last_mask);
-    });
-  }
+  parallel_for(num_groups, parallel, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      const int64_t blocks = bf16_blocks_in_group(g, out);
+      const W* wg = tiles + g * group_elems;
+      const int64_t col = g * kBf16Group;
+      const __mmask16 last_mask = simd::lanes(out - col - (blocks - 1) * kBf16Block);
+      for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+        tile_for<Tiles<W>, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems,
+                                                                  ch0, ch1, num_chunks, partial, bias + col,
+                                                                  y + r * out + col, out, last_mask);
+      });
+    }
+  });
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/thread_pool.h"
 #include "kernels/isa/int8_kernels.h"
 #include "kernels/isa/row_spans.h"
 #include "kernels/simd.h"
@@ -143,19 +144,20 @@ void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activa
   const int64_t num_chunks = w.padded_in / kInt8Chunk;
   const int64_t ldq = w.padded_in;
   const bool parallel = rows * w.out * w.in >= (int64_t{1} << 17);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t g = 0; g < w.num_groups; ++g) {
-    const int64_t col = g * kInt8Group;
-    const int64_t blocks = w.out - col > kInt8Block ? 2 : 1;
-    const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
-    const uint8_t* records = w.records + g * num_chunks * kGroupElemsPerChunk;
-    const int64_t valid = w.out - col;
-    for_each_row_tile<kMaxTileRows, kInt8Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1,
-                                                                         float* partial) {
-      (blocks == 2 ? kTwoBlock : kOneBlock)[n - 1](a, r, ldq, ch0, ch1, num_chunks, partial, records, record_bytes,
-                                                  blocks, w.bias + col, y + r * w.out + col, w.out, valid);
-    });
-  }
+  parallel_for(w.num_groups, parallel, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      const int64_t col = g * kInt8Group;
+      const int64_t blocks = w.out - col > kInt8Block ? 2 : 1;
+      const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
+      const uint8_t* records = w.records + g * num_chunks * kGroupElemsPerChunk;
+      const int64_t valid = w.out - col;
+      for_each_row_tile<kMaxTileRows, kInt8Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1,
+                                                                           float* partial) {
+        (blocks == 2 ? kTwoBlock : kOneBlock)[n - 1](a, r, ldq, ch0, ch1, num_chunks, partial, records, record_bytes,
+                                                    blocks, w.bias + col, y + r * w.out + col, w.out, valid);
+      });
+    }
+  });
 }
 
 }  // namespace dspark::kernels

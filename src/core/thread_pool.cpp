@@ -1,0 +1,173 @@
+#include "core/thread_pool.h"
+
+#include <immintrin.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/threads.h"
+
+namespace dspark::detail {
+namespace {
+
+// How long a worker keeps spinning for the next loop before it sleeps. Between the loops of
+// one step the master thread works alone for microseconds (norms, RoPE, sampling); between
+// steps of a busy engine, for tens. Sleeping costs a futex wake on the next loop.
+constexpr auto kSpinTime = std::chrono::microseconds(300);
+
+// Threads this process may run on at once (its CPU affinity, as in a container's cpuset).
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// Set while a thread runs a part of a loop: a loop inside it runs on that thread alone.
+thread_local bool tls_in_loop = false;
+
+class Team {
+ public:
+  // Never destroyed: a kernel may run from a static destructor, and sleeping workers end
+  // with the process.
+  static Team& instance() {
+    static Team* team = new Team;
+    return *team;
+  }
+
+  // Runs the loop with `threads` threads (this one included); false when the team is taken
+  // by another thread's loop, or this thread is already inside a loop.
+  bool run(int64_t n, Schedule schedule, RangeFn fn, void* context, int threads) {
+    if (tls_in_loop) return false;
+    std::unique_lock<std::mutex> taken(busy_, std::try_to_lock);
+    if (!taken.owns_lock()) return false;
+    if (static_cast<int>(workers_.size()) != threads - 1) resize(threads - 1);
+    n_ = n;
+    schedule_ = schedule;
+    fn_ = fn;
+    context_ = context;
+    team_size_ = threads;
+    next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the job above
+    wake_sleepers();
+    tls_in_loop = true;
+    run_part(0);
+    tls_in_loop = false;
+    const int workers = static_cast<int>(workers_.size());
+    const auto start = std::chrono::steady_clock::now();
+    for (int spins = 0; done_.load(std::memory_order_acquire) != workers; ++spins) {
+      _mm_pause();
+      // A worker that was descheduled (more threads than cores) needs this core back.
+      if ((spins & 63) == 63 && (oversubscribed_ || std::chrono::steady_clock::now() - start > kSpinTime))
+        std::this_thread::yield();
+    }
+    return true;
+  }
+
+ private:
+  Team() = default;
+
+  // The part of the job that thread `index` of the team (0: the caller) runs.
+  void run_part(int index) {
+    if (schedule_ == Schedule::kDynamic) {
+      for (int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n_;
+           i = next_.fetch_add(1, std::memory_order_relaxed))
+        fn_(context_, i, i + 1);
+      return;
+    }
+    const int64_t parts = std::min<int64_t>(n_, team_size_);
+    if (index >= parts) return;
+    const int64_t base = n_ / parts, extra = n_ % parts;
+    const int64_t begin = index * base + std::min<int64_t>(index, extra);
+    fn_(context_, begin, begin + base + (index < extra ? 1 : 0));
+  }
+
+  void wake_sleepers() {
+    // seq_cst against the worker's increment before it checks the generation under the
+    // mutex: either it sees the new generation, or this sees it asleep and wakes it.
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    wake_.notify_all();
+  }
+
+  void worker_main(int index, uint64_t seen) {
+    tls_in_loop = true;
+    for (;;) {
+      wait_for_generation_after(seen);
+      if (stop_.load(std::memory_order_acquire)) return;
+      ++seen;  // the caller waits for every worker before the next loop: none is skipped
+      run_part(index);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+  }
+
+  void wait_for_generation_after(uint64_t seen) {
+    if (!oversubscribed_) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int spins = 1;; ++spins) {
+        if (generation_.load(std::memory_order_acquire) != seen) return;
+        _mm_pause();
+        if ((spins & 63) == 0 && std::chrono::steady_clock::now() - start > kSpinTime) break;
+      }
+    }
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    {
+      std::unique_lock<std::mutex> lock(sleep_mutex_);
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  // Called with busy_ held, so no loop is running.
+  void resize(int workers) {
+    if (!workers_.empty()) {
+      stop_.store(true, std::memory_order_release);
+      generation_.fetch_add(1, std::memory_order_seq_cst);
+      {
+        std::lock_guard<std::mutex> lock(sleep_mutex_);
+        wake_.notify_all();
+      }
+      for (auto& w : workers_) w.join();
+      workers_.clear();
+      stop_.store(false, std::memory_order_relaxed);
+    }
+    oversubscribed_ = workers + 1 > usable_cpus();
+    const uint64_t seen = generation_.load(std::memory_order_relaxed);
+    for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i, seen] { worker_main(i + 1, seen); });
+  }
+
+  std::mutex busy_;  // held by the thread whose loop the team runs
+  std::vector<std::thread> workers_;
+  bool oversubscribed_ = false;  // more threads than usable CPUs: yield instead of spinning
+
+  // The current loop, written by its caller before generation_ is bumped.
+  int64_t n_ = 0;
+  Schedule schedule_ = Schedule::kStatic;
+  RangeFn fn_ = nullptr;
+  void* context_ = nullptr;
+  int team_size_ = 1;
+
+  alignas(64) std::atomic<uint64_t> generation_{0};  // one per loop
+  alignas(64) std::atomic<int> done_{0};              // workers finished with this loop
+  alignas(64) std::atomic<int64_t> next_{0};          // next index (dynamic schedule)
+  alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+};
+
+}  // namespace
+
+void run_parallel(int64_t n, Schedule schedule, RangeFn fn, void* context) {
+  const int threads = num_threads();
+  if (threads > 1 && Team::instance().run(n, schedule, fn, context, threads)) return;
+  fn(context, 0, n);
+}
+
+}  // namespace dspark::detail
