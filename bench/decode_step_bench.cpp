@@ -89,6 +89,7 @@ const Path kPaths[] = {
     {"int8 vnni", DType::kBF16, Isa::kVnni, WeightQuantization::kInt8},
     {"f32 packed", DType::kF32, best_isa(), WeightQuantization::kNone},
     {"int8 avx2", DType::kBF16, Isa::kAvx2, WeightQuantization::kInt8},
+    {"int8 avxvnni", DType::kBF16, Isa::kAvxVnni, WeightQuantization::kInt8},
 };
 
 Fixture* fixture(int64_t path) {
@@ -158,7 +159,7 @@ void BM_VerifyOverDecode(benchmark::State& state) {
   state.counters["t9_ms"] = t9;
   state.counters["t9/t1"] = t9 / t1;
 }
-BENCHMARK(BM_VerifyOverDecode)->ArgName("path")->DenseRange(0, 5)->Iterations(300)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VerifyOverDecode)->ArgName("path")->DenseRange(0, 6)->Iterations(300)->Unit(benchmark::kMillisecond);
 
 // Streaming read with the same OpenMP threads: the decode roofline's bandwidth. Two sizes:
 // 64 MB (about the model's weights, which may stay in a large last-level cache across

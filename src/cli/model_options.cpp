@@ -28,8 +28,8 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
   });
   cmd->add_option("--kv-dtype", a.kv_dtype, "KV cache dtype: f32 or bf16")->capture_default_str();
   cmd->add_option("--isa", a.isa,
-                  "Kernel ISA: auto, avx2, avx512, avx512bf16, vnni or amx (a cap; DSPARK_ISA when auto)")
-      ->check(CLI::IsMember({"auto", "avx2", "avx512", "avx512bf16", "vnni", "amx"}))
+                  "Kernel ISA: auto, avx2, avxvnni, avx512, avx512bf16, vnni or amx (a cap; DSPARK_ISA when auto)")
+      ->check(CLI::IsMember({"auto", "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "amx"}))
       ->capture_default_str();
   cmd->add_option("--quantization", a.quantization, "Matmul weights: none or int8 (quantized at load)")
       ->check(CLI::IsMember({"none", "int8"}))

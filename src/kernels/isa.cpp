@@ -14,7 +14,7 @@ namespace dspark {
 namespace {
 
 struct CpuFeatures {
-  bool avx2 = false, fma = false, f16c = false;
+  bool avx2 = false, fma = false, f16c = false, avx_vnni = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512bf16 = false, avx512vnni = false;
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
@@ -51,7 +51,10 @@ CpuFeatures detect() {
     f.amx_tile = (d >> 24) & 1;
     f.amx_int8 = (d >> 25) & 1;
   }
-  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512bf16 = (a >> 5) & 1;
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+    f.avx_vnni = (a >> 4) & 1;
+    f.avx512bf16 = (a >> 5) & 1;
+  }
   return f;
 }
 
@@ -82,6 +85,10 @@ std::string missing_for(Isa isa) {
   need(f.f16c, "F16C");
   need(f.os_ymm, "OS support for AVX state");
   if (isa == Isa::kAvx2) return missing;
+  if (isa == Isa::kAvxVnni) {
+    need(f.avx_vnni, "AVX-VNNI");
+    return missing;
+  }
   need(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq, "AVX-512 F/BW/VL/DQ");
   need(f.os_zmm, "OS support for AVX-512 state");
   if (isa == Isa::kAvx512Bf16) need(f.avx512bf16, "AVX512_BF16");
@@ -94,7 +101,8 @@ std::string missing_for(Isa isa) {
   return missing;
 }
 
-constexpr std::array kAllIsas = {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kVnni, Isa::kAmx};
+constexpr std::array kAllIsas = {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kVnni, Isa::kAmx};
+static_assert(kAllIsas.size() == kNumIsas);
 
 Isa initial_isa() {
   const char* env = std::getenv("DSPARK_ISA");
@@ -116,6 +124,7 @@ std::atomic<int>& active_slot() {
 std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvxVnni: return "avxvnni";
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kVnni: return "vnni";
@@ -157,7 +166,7 @@ Isa parse_isa(std::string_view name) {
                  isa_name(best_isa()));
     return isa;
   }
-  DSPARK_FAIL("unknown ISA '{}' (expected auto, avx2, avx512, avx512bf16, vnni or amx)", name);
+  DSPARK_FAIL("unknown ISA '{}' (expected auto, avx2, avxvnni, avx512, avx512bf16, vnni or amx)", name);
 }
 
 Isa active_isa() {
@@ -189,6 +198,7 @@ std::string cpu_feature_list() {
   add(f.avx2, "avx2");
   add(f.fma, "fma");
   add(f.f16c, "f16c");
+  add(f.avx_vnni, "avx_vnni");
   add(f.avx512f, "avx512f");
   add(f.avx512bw, "avx512bw");
   add(f.avx512vl, "avx512vl");

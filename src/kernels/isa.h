@@ -8,21 +8,25 @@
 // Levels, in the order a cap counts them (a cap at L allows every level <= L that the CPU
 // has; on a CPU with VNNI but no BF16 the cap `vnni` allows avx2, avx512 and vnni):
 //   avx2        AVX2, FMA, F16C (256-bit FMA kernels)
+//   avxvnni     + AVX-VNNI (256-bit vpdpbusd, int8 weights: Intel's cores since Alder Lake,
+//               which have no AVX-512; AMD's since Zen 5)
 //   avx512      AVX-512 F/BW/VL/DQ with the OS saving zmm state (512-bit FMA kernels)
 //   avx512bf16  + AVX512_BF16 (vdpbf16ps)
 //   vnni        + AVX512_VNNI (vpdpbusd, int8 weights)
 //   amx         AMX tiles for bf16, granted by the kernel (arch_prctl)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace dspark {
 
-enum class Isa : uint8_t { kAvx2, kAvx512, kAvx512Bf16, kVnni, kAmx };
+enum class Isa : uint8_t { kAvx2, kAvxVnni, kAvx512, kAvx512Bf16, kVnni, kAmx };
+inline constexpr size_t kNumIsas = 6;  // the levels above, for tables indexed by Isa
 
-std::string_view isa_name(Isa isa);  // "avx2", "avx512", "avx512bf16", "vnni", "amx"
+std::string_view isa_name(Isa isa);  // "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "amx"
 
 // True when this CPU and OS can run kernels of `isa`.
 bool isa_supported(Isa isa);

@@ -81,7 +81,7 @@ Isa bf16_kernel_isa(Bf16Kernel kernel) {
 
 Bf16Kernel best_bf16_kernel() {
   static std::mutex mutex;
-  static std::array<Bf16Kernel, 5> by_cap{};  // kBest = not measured yet
+  static std::array<Bf16Kernel, kNumIsas> by_cap{};  // kBest = not measured yet
   const std::lock_guard lock(mutex);
   Bf16Kernel& slot = by_cap[static_cast<size_t>(active_isa())];
   if (slot == Bf16Kernel::kBest) slot = measure_best();

@@ -26,14 +26,24 @@ std::string_view int8_kernel_name(Int8Kernel kernel) {
   switch (kernel) {
     case Int8Kernel::kBest: return "best";
     case Int8Kernel::kAvx2: return "avx2";
+    case Int8Kernel::kAvxVnni: return "avxvnni";
     case Int8Kernel::kVnni512: return "vnni512";
   }
   return "?";
 }
 
-Isa int8_kernel_isa(Int8Kernel kernel) { return kernel == Int8Kernel::kVnni512 ? Isa::kVnni : Isa::kAvx2; }
+Isa int8_kernel_isa(Int8Kernel kernel) {
+  switch (kernel) {
+    case Int8Kernel::kVnni512: return Isa::kVnni;
+    case Int8Kernel::kAvxVnni: return Isa::kAvxVnni;
+    default: return Isa::kAvx2;
+  }
+}
 
-Int8Kernel best_int8_kernel() { return isa_allowed(Isa::kVnni) ? Int8Kernel::kVnni512 : Int8Kernel::kAvx2; }
+Int8Kernel best_int8_kernel() {
+  if (isa_allowed(Isa::kVnni)) return Int8Kernel::kVnni512;
+  return isa_allowed(Isa::kAvxVnni) ? Int8Kernel::kAvxVnni : Int8Kernel::kAvx2;
+}
 
 Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in) {
   DSPARK_CHECK(out > 0 && in > 0, "quantize_int8_weights: bad shape [{}, {}]", out, in);
@@ -116,7 +126,7 @@ void PackedInt8Gemm::allocate_scratch() {
   x_q_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_));
   x_scale_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
   x_offset_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
-  if (kernel_ == Int8Kernel::kAvx2)
+  if (kernel_ != Int8Kernel::kVnni512)
     x_sum_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(int32_t));
 }
 
@@ -125,8 +135,11 @@ void PackedInt8Gemm::multiply(const float* x, float* y, int64_t num_rows) {
                max_rows_);
   const kernels::PackedInt8View w{packed_->as<uint8_t>(), bias_->as<float>(), out_, in_, padded_in_, num_groups_};
   const kernels::Int8Activations a{x_q_.as<int8_t>(), x_scale_.as<float>(), x_offset_.as<float>()};
-  if (kernel_ == Int8Kernel::kVnni512) kernels::int8_gemm_vnni512(w, x, a, y, num_rows);
-  else kernels::int8_gemm_avx2(w, x, a, x_sum_.as<int32_t>(), y, num_rows);
+  switch (kernel_) {
+    case Int8Kernel::kVnni512: kernels::int8_gemm_vnni512(w, x, a, y, num_rows); break;
+    case Int8Kernel::kAvxVnni: kernels::int8_gemm_avxvnni(w, x, a, x_sum_.as<int32_t>(), y, num_rows); break;
+    default: kernels::int8_gemm_avx2(w, x, a, x_sum_.as<int32_t>(), y, num_rows);
+  }
 }
 
 namespace reference {

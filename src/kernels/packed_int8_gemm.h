@@ -8,6 +8,7 @@
 //
 // Kernels (the same bits on every path: integer sums are exact, the f32 epilogue is one):
 //  - kVnni512: AVX512_VNNI vpdpbusd, ISA level `vnni`;
+//  - kAvxVnni: AVX-VNNI vpdpbusd on 256-bit vectors, ISA level `avxvnni`;
 //  - kAvx2: vpmaddubsw + vpmaddwd, ISA level `avx2` (CPUs without VNNI).
 #pragma once
 
@@ -22,9 +23,9 @@
 
 namespace dspark {
 
-enum class Int8Kernel : uint8_t { kBest, kAvx2, kVnni512 };
+enum class Int8Kernel : uint8_t { kBest, kAvx2, kAvxVnni, kVnni512 };
 
-std::string_view int8_kernel_name(Int8Kernel kernel);  // "avx2", "vnni512"
+std::string_view int8_kernel_name(Int8Kernel kernel);  // "avx2", "avxvnni", "vnni512"
 Isa int8_kernel_isa(Int8Kernel kernel);                 // the level a kernel needs
 // The kernel kBest resolves to under the current ISA cap: VNNI where allowed, else AVX2.
 Int8Kernel best_int8_kernel();
@@ -74,7 +75,7 @@ class PackedInt8Gemm {
   AlignedBuffer x_q_;           // [max_rows, padded_in] int8
   AlignedBuffer x_scale_;       // [max_rows, padded_in / 32] f32
   AlignedBuffer x_offset_;      // [max_rows, padded_in / 32] f32
-  AlignedBuffer x_sum_;         // [max_rows, padded_in / 32] int32 (kAvx2)
+  AlignedBuffer x_sum_;         // [max_rows, padded_in / 32] int32 (kAvx2, kAvxVnni)
 };
 
 namespace reference {

@@ -117,7 +117,8 @@ TEST(PackedInt8Gemm, ThroughLinear) {
   EXPECT_THROW(linear.forward(x.data(), y.data(), 9), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, PackedInt8GemmTest, ::testing::Values(Int8Kernel::kAvx2, Int8Kernel::kVnni512),
+INSTANTIATE_TEST_SUITE_P(Kernels, PackedInt8GemmTest,
+                         ::testing::Values(Int8Kernel::kAvx2, Int8Kernel::kAvxVnni, Int8Kernel::kVnni512),
                          [](const auto& info) { return std::string(int8_kernel_name(info.param)); });
 
 TEST(PackedInt8Gemm, RejectsBadInput) {
@@ -125,8 +126,9 @@ TEST(PackedInt8Gemm, RejectsBadInput) {
   Int8Weights q = quantize_int8_weights(w.data(), 8, 8);
   q.scales.pop_back();
   EXPECT_THROW(PackedInt8Gemm(q, {}, 4, Int8Kernel::kAvx2), Error);
-  if (!isa_allowed(Isa::kVnni)) {
-    EXPECT_THROW(PackedInt8Gemm(quantize_int8_weights(w.data(), 8, 8), {}, 4, Int8Kernel::kVnni512), Error);
+  for (Int8Kernel kernel : {Int8Kernel::kAvxVnni, Int8Kernel::kVnni512}) {
+    if (!isa_allowed(int8_kernel_isa(kernel)))
+      EXPECT_THROW(PackedInt8Gemm(quantize_int8_weights(w.data(), 8, 8), {}, 4, kernel), Error);
   }
   EXPECT_THROW(parse_quantization("int4"), Error);
   EXPECT_EQ(parse_quantization("int8"), WeightQuantization::kInt8);

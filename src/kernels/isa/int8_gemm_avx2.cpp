@@ -133,9 +133,14 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
 
 }  // namespace
 
+void quantize_int8_rows_avx2(const float* x, int64_t in, int64_t padded_in, int64_t rows, const Int8Activations& a,
+                             int32_t* sums) {
+  for (int64_t r = 0; r < rows; ++r) quantize_row(x + r * in, in, padded_in, r, a, sums);
+}
+
 void int8_gemm_avx2(const PackedInt8View& w, const float* x, const Int8Activations& a, int32_t* sums, float* y,
                     int64_t rows) {
-  for (int64_t r = 0; r < rows; ++r) quantize_row(x + r * w.in, w.in, w.padded_in, r, a, sums);
+  quantize_int8_rows_avx2(x, w.in, w.padded_in, rows, a, sums);
   const int64_t num_chunks = w.padded_in / kInt8Chunk;
   const bool parallel = rows * w.out * w.in >= (int64_t{1} << 17);
   parallel_for(w.num_groups, parallel, [&](int64_t begin, int64_t end) {
