@@ -17,6 +17,8 @@
 #include "core/aligned_buffer.h"
 #include "core/dtype.h"
 #include "core/rng.h"
+#include "core/thread_pool.h"
+#include "core/threads.h"
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/isa.h"
@@ -290,6 +292,28 @@ BENCHMARK(BM_ToProbs)
     ->Args({32000, 90, 0})
     ->Args({151936, 90, 0})
     ->UseRealTime();
+
+// The cost of one parallel loop with nothing in it: arg 0 an OpenMP region (a futex system
+// call to wake the team and another at its end), arg 1 the kernels' spinning team
+// (core/thread_pool.h). A decoding step runs about 40 loops.
+void BM_EmptyParallelLoop(benchmark::State& state) {
+  std::vector<int64_t> sink(64 * 16, 0);  // one cache line per thread index
+  const int64_t n = num_threads();
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < n; ++i) sink[static_cast<size_t>(i % 64) * 16] += 1;
+    } else {
+      parallel_for(n, true, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) sink[static_cast<size_t>(i % 64) * 16] += 1;
+      });
+    }
+  }
+  benchmark::DoNotOptimize(sink.data());
+  state.counters["threads"] = static_cast<double>(n);
+  state.SetLabel(state.range(0) == 0 ? "openmp" : "thread team");
+}
+BENCHMARK(BM_EmptyParallelLoop)->ArgName("team")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace dspark
