@@ -26,7 +26,7 @@ template <int kRows, int kBlocks>
 void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int64_t ch1,
                  int64_t num_chunks, float* partial, const uint8_t* records, int64_t record_bytes, int64_t blocks,
                  int64_t b0) {
-  static_assert((kRows == 1 ? 2 : kRows) * kBlocks * 2 + kBlocks * 2 + 1 <= 16);
+  static_assert(kRows * kBlocks * 2 + kBlocks * 2 + 1 <= 16);
   const int8_t* q = a.q + row0 * ldq;
   const float* ts = a.scale + row0 * num_chunks;
   const float* cs = a.offset + row0 * num_chunks;
@@ -44,45 +44,33 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
     }
     const uint8_t* wb = rec + b0 * kInt8BlockBytes;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b0 * kInt8Block;
-    // One row alone sums even and odd 4-byte groups apart (8 chains, not 4, to hide the
-    // instruction's latency); integer sums are exact, so adding the two changes no bit.
-    constexpr int kSplit = kRows == 1 ? 2 : 1;
-    __m256i dot[kSplit][kRows][kBlocks * 2];  // [k parity][row][block x half]
-    #pragma GCC unroll 2
-    for (int p = 0; p < kSplit; ++p)
+    __m256i dot[kRows][kBlocks * 2];  // [row][block x half]
+    #pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r)
+      #pragma GCC unroll 4
+      for (int v = 0; v < kBlocks * 2; ++v) dot[r][v] = _mm256_setzero_si256();
+    for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
+      __m256i wv[kBlocks * 2];
+      #pragma GCC unroll 4
+      for (int v = 0; v < kBlocks * 2; ++v)
+        wv[v] = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(wb + (v / 2) * kInt8BlockBytes + kq * 64 + (v % 2) * 32));
       #pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r)
+      for (int r = 0; r < kRows; ++r) {
+        int32_t four;
+        std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
+        const __m256i xv = _mm256_set1_epi32(four);
         #pragma GCC unroll 4
-        for (int v = 0; v < kBlocks * 2; ++v) dot[p][r][v] = _mm256_setzero_si256();
-    for (int64_t k0 = 0; k0 < kInt8Chunk / 4; k0 += kSplit) {
-      #pragma GCC unroll 2
-      for (int p = 0; p < kSplit; ++p) {
-        const int64_t kq = k0 + p;
-        __m256i wv[kBlocks * 2];
-        #pragma GCC unroll 4
-        for (int v = 0; v < kBlocks * 2; ++v)
-          wv[v] = _mm256_loadu_si256(
-              reinterpret_cast<const __m256i*>(wb + (v / 2) * kInt8BlockBytes + kq * 64 + (v % 2) * 32));
-        #pragma GCC unroll 8
-        for (int r = 0; r < kRows; ++r) {
-          int32_t four;
-          std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
-          const __m256i xv = _mm256_set1_epi32(four);
-          #pragma GCC unroll 4
-          for (int v = 0; v < kBlocks * 2; ++v) dot[p][r][v] = _mm256_dpbusd_avx_epi32(dot[p][r][v], wv[v], xv);
-        }
+        for (int v = 0; v < kBlocks * 2; ++v) dot[r][v] = _mm256_dpbusd_avx_epi32(dot[r][v], wv[v], xv);
       }
     }
-    if constexpr (kSplit == 2)
-      #pragma GCC unroll 4
-      for (int v = 0; v < kBlocks * 2; ++v) dot[0][0][v] = _mm256_add_epi32(dot[0][0][v], dot[1][0][v]);
     #pragma GCC unroll 4
     for (int v = 0; v < kBlocks * 2; ++v) {
       const __m256 s = _mm256_loadu_ps(sw + v * 8);
       #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         float* acc = block_sums + r * kInt8Group + v * 8;
-        const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(dot[0][r][v]), _mm256_set1_ps(ts[r * num_chunks + ch]),
+        const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(dot[r][v]), _mm256_set1_ps(ts[r * num_chunks + ch]),
                                          _mm256_set1_ps(cs[r * num_chunks + ch]));
         _mm256_storeu_ps(acc, _mm256_fmadd_ps(t, s, _mm256_loadu_ps(acc)));
       }
