@@ -293,6 +293,58 @@ BENCHMARK(BM_ToProbs)
     ->Args({151936, 90, 0})
     ->UseRealTime();
 
+// A verification step's attention: `tokens` consecutive tokens of one sequence over a KV of
+// `len` positions (token t sees len - tokens + 1 + t keys), f32 KV, tiny-target's heads
+// (8 query, 4 KV, head_dim 64). args: tokens, len.
+void BM_AttentionVerify(benchmark::State& state) {
+  const int64_t tokens = state.range(0), len = state.range(1);
+  const int64_t heads = 8, kv_heads = 4, head_dim = 64, block_size = 16;
+  KvLayerView kv;
+  kv.dtype = DType::kF32;
+  kv.num_blocks = (len + block_size - 1) / block_size;
+  kv.block_size = block_size;
+  kv.num_kv_heads = kv_heads;
+  kv.head_dim = head_dim;
+  const size_t pool = static_cast<size_t>(kv.num_blocks * block_size * kv_heads * head_dim);
+  // 64-byte aligned, as the engine's KV pool (model/kv_pool.h).
+  AlignedBuffer k(pool * sizeof(float)), v(pool * sizeof(float));
+  const auto k_values = random_floats(pool, 3), v_values = random_floats(pool, 4);
+  std::memcpy(k.as<float>(), k_values.data(), pool * sizeof(float));
+  std::memcpy(v.as<float>(), v_values.data(), pool * sizeof(float));
+  kv.k = k.as<float>();
+  kv.v = v.as<float>();
+  std::vector<int32_t> table(static_cast<size_t>(kv.num_blocks));
+  for (int64_t b = 0; b < kv.num_blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+  const int32_t* table_ptr = table.data();
+  std::vector<int32_t> seq_of_token(static_cast<size_t>(tokens), 0), num_keys(static_cast<size_t>(tokens));
+  for (int64_t t = 0; t < tokens; ++t) num_keys[static_cast<size_t>(t)] = static_cast<int32_t>(len - tokens + 1 + t);
+  const auto q = random_floats(static_cast<size_t>(tokens * heads * head_dim), 5);
+  std::vector<float> out(q.size());
+  PagedAttentionArgs args;
+  args.q = q.data();
+  args.out = out.data();
+  args.num_tokens = tokens;
+  args.num_heads = heads;
+  args.seq_of_token = seq_of_token.data();
+  args.num_keys = num_keys.data();
+  args.block_tables = &table_ptr;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  for (auto _ : state) {
+    paged_attention(args, kv);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["threads"] = static_cast<double>(num_threads());
+}
+BENCHMARK(BM_AttentionVerify)
+    ->ArgNames({"tokens", "len"})
+    ->Args({1, 128})
+    ->Args({9, 128})
+    ->Args({9, 512})
+    ->Args({9, 2048})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->ComputeStatistics("min", min_of);
+
 // The cost of one parallel loop with nothing in it: arg 0 an OpenMP region (a futex system
 // call to wake the team and another at its end), arg 1 the kernels' spinning team
 // (core/thread_pool.h). A decoding step runs about 40 loops.
