@@ -148,8 +148,10 @@ std::string step_profile_key(const std::filesystem::path& model_dir, const Trans
   // v5: AVX2 attention and the 5-row fma256 tile: v4 tables of AVX2 CPUs put a 9-token step
   // about 1.2x too slow, below the stale check.
   // v6: 6-row vnni512 int8 tiles: v5 int8 tables put 16-64 token steps up to 1.8x too slow.
+  // v7: the kernels' own thread team: v6 tables put a one-token step 1.2-1.6x too slow (a
+  // 9-token one 1.1-1.4x), under the stale check, which skews every K the scheduler picks.
   std::ostringstream key;
-  key << "v6|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
+  key << "v7|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
       << quantization_name(model.options().quantization) << '|' << model.matmul_kernel() << '|' << num_threads() << '|'
       << cpu_model_name() << '|' << o.max_tokens << '|' << o.context_length << '|' << o.tokens_per_sequence;
   std::error_code ec;
