@@ -92,6 +92,9 @@ void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows
                  HeadState* state, float* acc) {
   __mmask16 chunk_mask[kChunks];
   for (int c = 0; c < kChunks; ++c) chunk_mask[c] = simd::lanes(head_dim - 16 * c);
+  alignas(64) float probs[kMaxRowsAtOnce][kTile];  // [row][key]: exp(score - running max)
+  float corrections[kMaxRowsAtOnce];               // [row]: exp(old max - new max)
+  // Scores and the online softmax of every row first.
   for (int64_t h = 0; h < num_rows; ++h) {
     const int64_t count = counts[h];
     if (count <= 0) continue;
@@ -130,12 +133,19 @@ void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows
     const __m512 m = _mm512_set1_ps(new_max);
     const __m512 p_lo = _mm512_maskz_mov_ps(valid_lo, simd::exp(_mm512_sub_ps(s_lo, m)));
     const __m512 p_hi = _mm512_maskz_mov_ps(valid_hi, simd::exp(_mm512_sub_ps(s_hi, m)));
-    alignas(64) float p[kTile];
-    _mm512_store_ps(p, p_lo);
-    _mm512_store_ps(p + 16, p_hi);
+    _mm512_store_ps(probs[h], p_lo);
+    _mm512_store_ps(probs[h] + 16, p_hi);
+    corrections[h] = correction;
     state[h].sum = state[h].sum * correction + _mm512_reduce_add_ps(_mm512_add_ps(p_lo, p_hi));
     state[h].max = new_max;
-
+  }
+  // Then p·v, row by row: each row's chain of dependent steps above (reductions, exp) is
+  // short next to the work of the next row's scores, so the core overlaps them.
+  for (int64_t h = 0; h < num_rows; ++h) {
+    const int64_t count = counts[h];
+    if (count <= 0) continue;
+    const float* p = probs[h];
+    const float correction = corrections[h];
     float* a = acc + h * kChunks * 16;
     // Two accumulator sets (keys at even / odd offsets in the tile) halve the fma chain;
     // they are added in a fixed order at the end of the tile.
