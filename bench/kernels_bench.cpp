@@ -174,6 +174,28 @@ void small_m_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Linear)->Name("BM_LinearSmallM")->Apply(small_m_args)->MinTime(0.2)->UseRealTime()->ComputeStatistics("min", min_of);
 
+// Times paged_attention over `kv` for tokens with the given sequences, key counts and
+// block tables, queries random.
+void run_attention(benchmark::State& state, const KvLayerView& kv, int64_t heads, const std::vector<int32_t>& seq_of_token,
+                   const std::vector<int32_t>& num_keys, const int32_t* const* block_tables) {
+  const int64_t tokens = static_cast<int64_t>(num_keys.size());
+  const auto q = random_floats(static_cast<size_t>(tokens * heads * kv.head_dim), 5);
+  std::vector<float> out(q.size());
+  PagedAttentionArgs args;
+  args.q = q.data();
+  args.out = out.data();
+  args.num_tokens = tokens;
+  args.num_heads = heads;
+  args.seq_of_token = seq_of_token.data();
+  args.num_keys = num_keys.data();
+  args.block_tables = block_tables;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(kv.head_dim));
+  for (auto _ : state) {
+    paged_attention(args, kv);
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
 // Decode attention: args: kv dtype (0 f32, 1 bf16), query tokens (one per sequence),
 // kv length, heads, kv heads, head_dim.
 void BM_AttentionDecode(benchmark::State& state) {
@@ -215,21 +237,7 @@ void BM_AttentionDecode(benchmark::State& state) {
   }
   std::vector<int32_t> seq_of_token(static_cast<size_t>(tokens)), num_keys(static_cast<size_t>(tokens), static_cast<int32_t>(len));
   for (int64_t t = 0; t < tokens; ++t) seq_of_token[t] = static_cast<int32_t>(t);
-  const auto q = random_floats(static_cast<size_t>(tokens * heads * head_dim), 5);
-  std::vector<float> out(q.size());
-  PagedAttentionArgs args;
-  args.q = q.data();
-  args.out = out.data();
-  args.num_tokens = tokens;
-  args.num_heads = heads;
-  args.seq_of_token = seq_of_token.data();
-  args.num_keys = num_keys.data();
-  args.block_tables = table_ptrs.data();
-  args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  for (auto _ : state) {
-    paged_attention(args, kv);
-    benchmark::DoNotOptimize(out.data());
-  }
+  run_attention(state, kv, heads, seq_of_token, num_keys, table_ptrs.data());
   const double kv_bytes = 2.0 * static_cast<double>(tokens * len * kv_heads * head_dim) * static_cast<double>(dtype_size(dtype));
   state.counters["kvGB/s"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * kv_bytes / 1e9, benchmark::Counter::kIsRate);
@@ -318,21 +326,7 @@ void BM_AttentionVerify(benchmark::State& state) {
   const int32_t* table_ptr = table.data();
   std::vector<int32_t> seq_of_token(static_cast<size_t>(tokens), 0), num_keys(static_cast<size_t>(tokens));
   for (int64_t t = 0; t < tokens; ++t) num_keys[static_cast<size_t>(t)] = static_cast<int32_t>(len - tokens + 1 + t);
-  const auto q = random_floats(static_cast<size_t>(tokens * heads * head_dim), 5);
-  std::vector<float> out(q.size());
-  PagedAttentionArgs args;
-  args.q = q.data();
-  args.out = out.data();
-  args.num_tokens = tokens;
-  args.num_heads = heads;
-  args.seq_of_token = seq_of_token.data();
-  args.num_keys = num_keys.data();
-  args.block_tables = &table_ptr;
-  args.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  for (auto _ : state) {
-    paged_attention(args, kv);
-    benchmark::DoNotOptimize(out.data());
-  }
+  run_attention(state, kv, heads, seq_of_token, num_keys, &table_ptr);
   state.counters["threads"] = static_cast<double>(num_threads());
 }
 BENCHMARK(BM_AttentionVerify)

@@ -142,19 +142,15 @@ void int8_gemm_avx2(const PackedInt8View& w, const float* x, const Int8Activatio
                     int64_t rows) {
   quantize_int8_rows_avx2(x, w.in, w.padded_in, rows, a, sums);
   const int64_t num_chunks = w.padded_in / kInt8Chunk;
-  const bool parallel = rows * w.out * w.in >= (int64_t{1} << 17);
-  parallel_for(w.num_groups, parallel, [&](int64_t begin, int64_t end) {
+  parallel_for(w.num_groups, rows * w.out * w.in >= kInt8ParallelMinMacs, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
-      const int64_t col = g * kInt8Group;
-      const int64_t blocks = w.out - col > kInt8Block ? 2 : 1;
-      const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
-      const uint8_t* records = w.records + g * num_chunks * kInt8ChunkRecord;
-      for (int64_t b = 0; b < blocks; ++b)
+      const Int8Group group = int8_group(w, g, num_chunks);
+      for (int64_t b = 0; b < group.blocks; ++b)
         for (int64_t r = 0; r < rows; r += kMaxRows) {
-          const int64_t valid = w.out - col - b * kInt8Block;
+          const int64_t col = group.col + b * kInt8Block;
           auto* fn = rows - r >= 2 ? tile<2> : tile<1>;
-          fn(a, sums, r, w.padded_in, num_chunks, records, record_bytes, blocks, b, w.bias + col + b * kInt8Block,
-             y + r * w.out + col + b * kInt8Block, w.out, valid);
+          fn(a, sums, r, w.padded_in, num_chunks, group.records, group.record_bytes, group.blocks, b, w.bias + col,
+             y + r * w.out + col, w.out, w.out - col);
         }
     }
   });

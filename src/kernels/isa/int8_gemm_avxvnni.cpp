@@ -127,17 +127,13 @@ void int8_gemm_avxvnni(const PackedInt8View& w, const float* x, const Int8Activa
   quantize_int8_rows_avx2(x, w.in, w.padded_in, rows, a, sums);
   const int64_t num_chunks = w.padded_in / kInt8Chunk;
   const int64_t ldq = w.padded_in;
-  const bool parallel = rows * w.out * w.in >= (int64_t{1} << 17);
-  parallel_for(w.num_groups, parallel, [&](int64_t begin, int64_t end) {
+  parallel_for(w.num_groups, rows * w.out * w.in >= kInt8ParallelMinMacs, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
-      const int64_t col = g * kInt8Group;
-      const int64_t blocks = w.out - col > kInt8Block ? 2 : 1;
-      const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
-      const uint8_t* records = w.records + g * num_chunks * kInt8ChunkRecord;
+      const Int8Group group = int8_group(w, g, num_chunks);
       for_each_row_tile<kMaxTileRows, kInt8Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0,
                                                                          int64_t ch1, float* partial) {
-        kTiles[n - 1](a, r, ldq, ch0, ch1, num_chunks, partial, records, record_bytes, blocks, w.bias + col,
-                      y + r * w.out + col, w.out, w.out - col);
+        kTiles[n - 1](a, r, ldq, ch0, ch1, num_chunks, partial, group.records, group.record_bytes, group.blocks,
+                      w.bias + group.col, y + r * w.out + group.col, w.out, w.out - group.col);
       });
     }
   });

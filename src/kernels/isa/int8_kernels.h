@@ -38,6 +38,24 @@ struct PackedInt8View {
   int64_t num_groups;
 };
 
+// Below this many multiply-adds a product stays on the calling thread.
+inline constexpr int64_t kInt8ParallelMinMacs = int64_t{1} << 17;
+
+// Group g of a packed matrix: its first output, its block count (2, or 1 for a last group
+// of at most 16 outputs) and its run of chunk records. static: each ISA's translation unit
+// compiles its own copy (kernels/isa/ objects share no inline symbols).
+struct Int8Group {
+  int64_t col;
+  int64_t blocks;
+  int64_t record_bytes;      // one chunk record of this group
+  const uint8_t* records;    // [chunks] records
+};
+static inline Int8Group int8_group(const PackedInt8View& w, int64_t g, int64_t num_chunks) {
+  const int64_t col = g * kInt8Group;
+  const int64_t blocks = w.out - col > kInt8Block ? 2 : 1;
+  return {col, blocks, blocks * (kInt8BlockBytes + kInt8Block * 4), w.records + g * num_chunks * kInt8ChunkRecord};
+}
+
 // Quantized activations of `rows` rows, written by the kernel before the product.
 struct Int8Activations {
   int8_t* q;       // [rows, padded_in], zero in columns >= in
