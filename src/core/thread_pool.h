@@ -3,8 +3,8 @@
 //
 // A decoding step runs about 40 parallel loops (four matmuls and attention per layer, the
 // LM head) of 10-100 µs each. OpenMP's barriers wake the team with a futex system call at
-// every loop's start and end, 3.3 µs a loop on a 2-vCPU virtual machine (against 0.7-1.3 µs
-// for a spinning hand-off, measured side by side), which is a tenth of a one-token step.
+// every loop's start and end, 3.0-3.7 µs a loop on a 2-vCPU virtual machine against about
+// 1 µs for this hand-off (kernels_bench BM_EmptyParallelLoop): 15-20% of a one-token step.
 // Workers spin for a while after each loop (kSpinTime in thread_pool.cpp), then sleep, so an
 // idle process does not burn its cores.
 //
@@ -20,7 +20,8 @@
 namespace dspark {
 
 namespace detail {
-// body(context, begin, end) over [begin, end) of one part; must not throw.
+// body(context, begin, end) over [begin, end) of one part. Never throws (the wrappers below
+// are noexcept: a throwing body ends the process instead of unwinding under running workers).
 using RangeFn = void (*)(void* context, int64_t begin, int64_t end);
 enum class Schedule {
   kStatic,   // one contiguous part of [0, n) per thread, as equal as possible
@@ -41,7 +42,7 @@ void parallel_for(int64_t n, bool parallel, Body&& body) {
   using B = std::remove_reference_t<Body>;
   detail::run_parallel(
       n, detail::Schedule::kStatic,
-      [](void* context, int64_t begin, int64_t end) { (*static_cast<B*>(context))(begin, end); }, &body);
+      [](void* context, int64_t begin, int64_t end) noexcept { (*static_cast<B*>(context))(begin, end); }, &body);
 }
 
 // Calls body(i) for every i in [0, n), each index on whichever thread of the team takes it
@@ -56,7 +57,7 @@ void parallel_for_dynamic(int64_t n, bool parallel, Body&& body) {
   using B = std::remove_reference_t<Body>;
   detail::run_parallel(
       n, detail::Schedule::kDynamic,
-      [](void* context, int64_t begin, int64_t end) {
+      [](void* context, int64_t begin, int64_t end) noexcept {
         for (int64_t i = begin; i < end; ++i) (*static_cast<B*>(context))(i);
       },
       &body);
