@@ -6,7 +6,8 @@
 // which one runs is decided here, at run time, never by the compiler's -march.
 //
 // Levels, in the order a cap counts them (a cap at L allows every level <= L that the CPU
-// has; on a CPU with VNNI but no BF16 the cap `vnni` allows avx2, avx512 and vnni):
+// has; on a CPU with VNNI but no BF16 or AVX-VNNI the cap `vnni` allows avx2, avx512 and
+// vnni):
 //   avx2        AVX2, FMA, F16C (256-bit FMA kernels)
 //   avxvnni     + AVX-VNNI (256-bit vpdpbusd, int8 weights: Intel's cores since Alder Lake,
 //               which have no AVX-512; AMD's since Zen 5)
