@@ -126,7 +126,7 @@ void PackedInt8Gemm::allocate_scratch() {
   x_q_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_));
   x_scale_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
   x_offset_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(float));
-  if (kernel_ != Int8Kernel::kVnni512)
+  if (kernel_ == Int8Kernel::kAvx2)
     x_sum_ = AlignedBuffer(static_cast<size_t>(max_rows_ * num_chunks) * sizeof(int32_t));
 }
 
@@ -137,7 +137,7 @@ void PackedInt8Gemm::multiply(const float* x, float* y, int64_t num_rows) {
   const kernels::Int8Activations a{x_q_.as<int8_t>(), x_scale_.as<float>(), x_offset_.as<float>()};
   switch (kernel_) {
     case Int8Kernel::kVnni512: kernels::int8_gemm_vnni512(w, x, a, y, num_rows); break;
-    case Int8Kernel::kAvxVnni: kernels::int8_gemm_avxvnni(w, x, a, x_sum_.as<int32_t>(), y, num_rows); break;
+    case Int8Kernel::kAvxVnni: kernels::int8_gemm_avxvnni(w, x, a, y, num_rows); break;
     default: kernels::int8_gemm_avx2(w, x, a, x_sum_.as<int32_t>(), y, num_rows);
   }
 }

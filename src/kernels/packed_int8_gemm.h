@@ -75,7 +75,7 @@ class PackedInt8Gemm {
   AlignedBuffer x_q_;           // [max_rows, padded_in] int8
   AlignedBuffer x_scale_;       // [max_rows, padded_in / 32] f32
   AlignedBuffer x_offset_;      // [max_rows, padded_in / 32] f32
-  AlignedBuffer x_sum_;         // [max_rows, padded_in / 32] int32 (kAvx2, kAvxVnni)
+  AlignedBuffer x_sum_;         // [max_rows, padded_in / 32] int32 (kAvx2)
 };
 
 namespace reference {

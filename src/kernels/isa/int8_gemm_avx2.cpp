@@ -61,7 +61,7 @@ void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, cons
                                                       _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k0), bytes);
     const int32_t sum = hsum(total);
-    sums[r * num_chunks + ch] = sum;
+    if (sums != nullptr) sums[r * num_chunks + ch] = sum;
     a.scale[r * num_chunks + ch] = t;
     a.offset[r * num_chunks + ch] = t * static_cast<float>(128 * sum);
   }

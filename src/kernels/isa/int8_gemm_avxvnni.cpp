@@ -122,9 +122,8 @@ constexpr auto kTiles = tiles(std::make_integer_sequence<int, kMaxTileRows>{});
 
 }  // namespace
 
-void int8_gemm_avxvnni(const PackedInt8View& w, const float* x, const Int8Activations& a, int32_t* sums, float* y,
-                       int64_t rows) {
-  quantize_int8_rows_avx2(x, w.in, w.padded_in, rows, a, sums);
+void int8_gemm_avxvnni(const PackedInt8View& w, const float* x, const Int8Activations& a, float* y, int64_t rows) {
+  quantize_int8_rows_avx2(x, w.in, w.padded_in, rows, a, /*sums=*/nullptr);
   const int64_t num_chunks = w.padded_in / kInt8Chunk;
   const int64_t ldq = w.padded_in;
   parallel_for(w.num_groups, rows * w.out * w.in >= kInt8ParallelMinMacs, [&](int64_t begin, int64_t end) {

@@ -72,11 +72,10 @@ void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activa
 // sums: [rows, padded_in / 32] int32 scratch (Σ q_x per chunk).
 void int8_gemm_avx2(const PackedInt8View& w, const float* x, const Int8Activations& a, int32_t* sums, float* y,
                     int64_t rows);
-// The same on AVX-VNNI (256-bit vpdpbusd); sums as for int8_gemm_avx2.
-void int8_gemm_avxvnni(const PackedInt8View& w, const float* x, const Int8Activations& a, int32_t* sums, float* y,
-                       int64_t rows);
+// The same on AVX-VNNI (256-bit vpdpbusd on the offset weights, as int8_gemm_vnni512: no sums).
+void int8_gemm_avxvnni(const PackedInt8View& w, const float* x, const Int8Activations& a, float* y, int64_t rows);
 // quantize_int8_row for rows [0, rows) of x with 8-lane vectors (the same bytes), also
-// writing Σ q_x per chunk into sums ([rows, padded_in / 32]).
+// writing Σ q_x per chunk into sums ([rows, padded_in / 32]) unless it is null.
 void quantize_int8_rows_avx2(const float* x, int64_t in, int64_t padded_in, int64_t rows, const Int8Activations& a,
                              int32_t* sums);
 
