@@ -45,10 +45,11 @@ const T* kv_row(const void* pool, int64_t slot, int64_t head, const KvLayerView&
   return static_cast<const T*>(pool) + (slot * kv.num_kv_heads + head) * kv.head_dim;
 }
 
-// Per query head running state of the online softmax.
-struct HeadState {
-  float max;
-  float sum;
+// Running state of the online softmax of a tile's query rows, one lane per row (the
+// AVX-512 tile updates all rows' states with one vector each).
+struct RowStates {
+  alignas(64) float max[kMaxRowsAtOnce];
+  alignas(64) float sum[kMaxRowsAtOnce];
 };
 
 // One tile of keys for `num_rows` query rows (heads, of one or more tokens) that share a
@@ -58,119 +59,213 @@ struct HeadState {
 // on its own count only.
 template <typename T>
 using AttendTileFn = void (*)(const float* const*, int64_t, const T* const*, const T* const*, const int64_t*,
-                              int64_t, float, HeadState*, float*);
+                              int64_t, float, RowStates&, float*);
 
 DSPARK_AVX512_BEGIN
 
-// Lane sums of 16 vectors: result lane j = sum of the lanes of v[j]. Every v[j] is summed
-// by the same tree (lane i + lane i+8, then +4, +2, +1), whatever its position j.
-inline __m512 sum_lanes_of_16(const __m512* v) {
+// Lane reductions of 16 vectors: result lane j = op over the lanes of v[j]. Every v[j] is
+// reduced by the same tree (lane i with lane i+8, then +4, +2, +1), whatever its position j.
+template <typename Op>
+inline __m512 reduce_lanes_of_16(const __m512* v, Op op) {
   __m512 w[8], x[4], y[2];
-  for (int j = 0; j < 8; ++j)  // 256-bit halves: w[j] = [v[2j] lo+hi | v[2j+1] lo+hi]
-    w[j] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0x44),
-                         _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0xEE));
+  for (int j = 0; j < 8; ++j)  // 256-bit halves: w[j] = [v[2j] lo op hi | v[2j+1] lo op hi]
+    w[j] = op(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0x44), _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0xEE));
   for (int j = 0; j < 4; ++j)  // 128-bit lanes: x[j] lane L = 4 partials of v[4j + L]
-    x[j] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88),
-                         _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xDD));
+    x[j] = op(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88), _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xDD));
   for (int j = 0; j < 2; ++j)  // pairs within lanes
-    y[j] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0x44),
-                         _mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0xEE));
-  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+    y[j] = op(_mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0x44), _mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0xEE));
+  const __m512 z = op(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
   // z lane 4L + i holds v[4i + L]; put v[j] in lane j.
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   return _mm512_permutexvar_ps(order, z);
 }
+struct AddLanes {  // (not a lambda: GCC does not give lambdas the region's target ISA)
+  __m512 operator()(__m512 a, __m512 b) const { return _mm512_add_ps(a, b); }
+};
+struct MaxLanes {
+  __m512 operator()(__m512 a, __m512 b) const { return _mm512_max_ps(a, b); }
+};
+inline __m512 sum_lanes_of_16(const __m512* v) { return reduce_lanes_of_16(v, AddLanes{}); }
+inline __m512 max_lanes_of_16(const __m512* v) { return reduce_lanes_of_16(v, MaxLanes{}); }
 
 // 16 (masked) elements of a KV row as f32: f32 rows load, bf16 rows widen in registers.
 inline __m512 load_kv(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 inline __m512 load_kv(const uint16_t* p, __mmask16 m) { return simd::load_bf16(p, m); }
 
-// AttendTileFn with 16-lane vectors; acc rows of kChunks * 16.
+// p·v of kRows consecutive rows that see the same count keys of the tile, sharing each V
+// load: acc[r] = acc[r] * corrections[r] + Σ_j probs[r][j] v_j. Per row two accumulator sets
+// (keys at even / odd offsets) halve the FMA chain and are added in a fixed order at the
+// end, the same operations for a row whatever kRows.
+constexpr int kMaxChunksForPairs = 4;  // 2 rows x 2 sets x 4 chunks = 16 accumulators (of 32 zmm)
+template <typename T, int kChunks, int kRows>
+inline void pv_rows(const float (*probs)[kTile], const float* corrections, int64_t count, const T* const* v_rows,
+                    const __mmask16* chunk_mask, float* acc) {
+  __m512 even[kRows][kChunks], odd[kRows][kChunks];
+  for (int r = 0; r < kRows; ++r) {
+    const __m512 corr = _mm512_set1_ps(corrections[r]);
+    for (int c = 0; c < kChunks; ++c) {
+      even[r][c] = _mm512_mul_ps(_mm512_load_ps(acc + (r * kChunks + c) * 16), corr);
+      odd[r][c] = _mm512_setzero_ps();
+    }
+  }
+  int64_t j = 0;
+  for (; j + 1 < count; j += 2) {
+    __m512 pe[kRows], po[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      pe[r] = _mm512_set1_ps(probs[r][j]);
+      po[r] = _mm512_set1_ps(probs[r][j + 1]);
+    }
+    for (int c = 0; c < kChunks; ++c) {
+      const __m512 ve = load_kv(v_rows[j] + 16 * c, chunk_mask[c]);
+      const __m512 vo = load_kv(v_rows[j + 1] + 16 * c, chunk_mask[c]);
+      for (int r = 0; r < kRows; ++r) {
+        even[r][c] = _mm512_fmadd_ps(pe[r], ve, even[r][c]);
+        odd[r][c] = _mm512_fmadd_ps(po[r], vo, odd[r][c]);
+      }
+    }
+  }
+  if (j < count) {
+    for (int c = 0; c < kChunks; ++c) {
+      const __m512 ve = load_kv(v_rows[j] + 16 * c, chunk_mask[c]);
+      for (int r = 0; r < kRows; ++r) even[r][c] = _mm512_fmadd_ps(_mm512_set1_ps(probs[r][j]), ve, even[r][c]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kChunks; ++c) _mm512_store_ps(acc + (r * kChunks + c) * 16, _mm512_add_ps(even[r][c], odd[r][c]));
+}
+
+// Scaled scores q·k of kRows consecutive rows that see the same count keys of the tile
+// (-inf beyond it) into probs[r], and each row's lane-wise maximum over its parts into
+// row_max[r]. Per key a 16-lane partial dot product (one FMA chain over the chunks), then a
+// transposing reduction of 16 partials at once (cheaper than 16 horizontal sums): 16 keys
+// of one row, or 8 keys of each of two rows sharing the keys' loads. Every partial is
+// reduced by the same tree wherever it sits, so a row's scores do not depend on kRows.
+template <typename T, int kChunks, int kRows>
+inline void scores_rows(const float* const* q, const T* const* k_rows, int64_t count, const __mmask16* chunk_mask,
+                        float scale, float (*probs)[kTile], __m512* row_max) {
+  static_assert(kRows == 1 || kRows == 2, "one or two rows");
+  constexpr int kKeys = 16 / kRows;  // keys per reduction
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 qv[kRows][kChunks];
+  for (int r = 0; r < kRows; ++r) {
+    row_max[r] = neg_inf;
+    for (int c = 0; c < kChunks; ++c) qv[r][c] = _mm512_maskz_loadu_ps(chunk_mask[c], q[r] + 16 * c);
+  }
+  for (int64_t base = 0; base < kTile; base += 16) {
+    if (base >= count) {
+      for (int r = 0; r < kRows; ++r) _mm512_store_ps(probs[r] + base, neg_inf);
+      continue;
+    }
+    __m512 sums[kRows];  // lanes [kKeys r, kKeys (r + 1)): keys base + kKeys g + u of row r, group g
+    for (int g = 0; g < kRows; ++g) {
+      __m512 partial[16];  // [r * kKeys + u]: row r, key base + kKeys g + u
+      for (int u = 0; u < kKeys; ++u) {
+        const int64_t j = base + kKeys * g + u;
+        if (j >= count) {
+          for (int r = 0; r < kRows; ++r) partial[r * kKeys + u] = _mm512_setzero_ps();
+          continue;
+        }
+        const T* k = k_rows[j];
+        __m512 kc = load_kv(k, chunk_mask[0]);
+        __m512 dot[kRows];
+        for (int r = 0; r < kRows; ++r) dot[r] = _mm512_mul_ps(qv[r][0], kc);
+        for (int c = 1; c < kChunks; ++c) {
+          kc = load_kv(k + 16 * c, chunk_mask[c]);
+          for (int r = 0; r < kRows; ++r) dot[r] = _mm512_fmadd_ps(qv[r][c], kc, dot[r]);
+        }
+        for (int r = 0; r < kRows; ++r) partial[r * kKeys + u] = dot[r];
+      }
+      sums[g] = sum_lanes_of_16(partial);
+    }
+    __m512 row_sums[kRows];  // row r's 16 keys in order
+    if constexpr (kRows == 1) {
+      row_sums[0] = sums[0];
+    } else {  // 256-bit halves: row 0 is both groups' low halves, row 1 their high halves
+      row_sums[0] = _mm512_shuffle_f32x4(sums[0], sums[1], 0x44);
+      row_sums[1] = _mm512_shuffle_f32x4(sums[0], sums[1], 0xEE);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 sc =
+          _mm512_mask_mov_ps(neg_inf, simd::lanes(count - base), _mm512_mul_ps(row_sums[r], _mm512_set1_ps(scale)));
+      _mm512_store_ps(probs[r] + base, sc);
+      row_max[r] = _mm512_max_ps(row_max[r], sc);
+    }
+  }
+}
+
+// AttendTileFn with 16-lane vectors; acc rows of kChunks * 16. Three passes over the rows:
+// scores, then the softmax bookkeeping of all rows at once (one lane per row: a row's own
+// maximum, correction and sum would each be a chain of dependent reductions and a scalar
+// exp, which cost as much as its scores), then p·v.
 template <typename T, int kChunks>
 void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows,
                  const T* const* v_rows, const int64_t* counts, int64_t head_dim, float scale,
-                 HeadState* state, float* acc) {
+                 RowStates& state, float* acc) {
+  static_assert(kMaxRowsAtOnce == 16, "one lane per row");
   __mmask16 chunk_mask[kChunks];
   for (int c = 0; c < kChunks; ++c) chunk_mask[c] = simd::lanes(head_dim - 16 * c);
-  alignas(64) float probs[kMaxRowsAtOnce][kTile];  // [row][key]: exp(score - running max)
-  float corrections[kMaxRowsAtOnce];               // [row]: exp(old max - new max)
-  // Scores and the online softmax of every row first.
-  for (int64_t h = 0; h < num_rows; ++h) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  alignas(64) float probs[kMaxRowsAtOnce][kTile];  // [row][key]: scaled scores, then exp(score - new max)
+  __m512 row_max[kMaxRowsAtOnce];  // [row]: lane-wise max of the row's two halves
+  __m512 row_sum[kMaxRowsAtOnce];  // [row]: lane-wise sum of the row's two halves of p
+  __mmask16 active = 0;            // rows that see keys in this tile
+  for (int64_t h = num_rows; h < kMaxRowsAtOnce; ++h) row_max[h] = neg_inf;
+  // Scores, two rows at a time where they see the same keys (as p·v below).
+  for (int64_t h = 0; h < num_rows;) {
     const int64_t count = counts[h];
-    if (count <= 0) continue;
-    const __mmask16 valid_lo = simd::lanes(count), valid_hi = simd::lanes(count - 16);
-    __m512 qv[kChunks];
-    for (int c = 0; c < kChunks; ++c) qv[c] = _mm512_maskz_loadu_ps(chunk_mask[c], q[h] + 16 * c);
-    // Scores of the tile's keys, 16 at a time: per key a 16-lane partial dot product, then
-    // one transposing reduction for the 16 keys (cheaper than 16 horizontal sums).
-    const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    __m512 s_half[2];
-    for (int half = 0; half < 2; ++half) {
-      const int64_t base = 16 * half;
-      if (base >= count) {
-        s_half[half] = neg_inf;
-        continue;
-      }
-      __m512 partial[16];
-      for (int64_t j = 0; j < 16; ++j) {
-        if (base + j >= count) {
-          partial[j] = _mm512_setzero_ps();
-          continue;
-        }
-        const T* k = k_rows[base + j];
-        __m512 dot = _mm512_mul_ps(qv[0], load_kv(k, chunk_mask[0]));
-        for (int c = 1; c < kChunks; ++c) dot = _mm512_fmadd_ps(qv[c], load_kv(k + 16 * c, chunk_mask[c]), dot);
-        partial[j] = dot;
-      }
-      s_half[half] = _mm512_mul_ps(sum_lanes_of_16(partial), _mm512_set1_ps(scale));
+    if (count <= 0) {
+      row_max[h++] = neg_inf;
+    } else if (kChunks <= kMaxChunksForPairs && h + 1 < num_rows && counts[h + 1] == count) {
+      scores_rows<T, kChunks, 2>(q + h, k_rows, count, chunk_mask, scale, probs + h, row_max + h);
+      active |= static_cast<__mmask16>(3u << h);
+      h += 2;
+    } else {
+      scores_rows<T, kChunks, 1>(q + h, k_rows, count, chunk_mask, scale, probs + h, row_max + h);
+      active |= static_cast<__mmask16>(1u << h);
+      ++h;
     }
-    const __m512 s_lo = _mm512_mask_mov_ps(neg_inf, valid_lo, s_half[0]);
-    const __m512 s_hi = _mm512_mask_mov_ps(neg_inf, valid_hi, s_half[1]);
-    const float tile_max = _mm512_reduce_max_ps(_mm512_max_ps(s_lo, s_hi));
-    const float new_max = std::max(state[h].max, tile_max);
-    // First tile: max is -inf, exp(-inf) = 0 clears the (zero) state.
-    const float correction = std::exp(state[h].max - new_max);
-    const __m512 m = _mm512_set1_ps(new_max);
-    const __m512 p_lo = _mm512_maskz_mov_ps(valid_lo, simd::exp(_mm512_sub_ps(s_lo, m)));
-    const __m512 p_hi = _mm512_maskz_mov_ps(valid_hi, simd::exp(_mm512_sub_ps(s_hi, m)));
-    _mm512_store_ps(probs[h], p_lo);
-    _mm512_store_ps(probs[h] + 16, p_hi);
-    corrections[h] = correction;
-    state[h].sum = state[h].sum * correction + _mm512_reduce_add_ps(_mm512_add_ps(p_lo, p_hi));
-    state[h].max = new_max;
   }
-  // Then p·v, row by row: each row's chain of dependent steps above (reductions, exp) is
-  // short next to the work of the next row's scores, so the core overlaps them.
+  // Every row's new maximum and correction at once. The first tile's old maximum is -inf:
+  // its correction is (nearly) 0 and multiplies a zero state.
+  const __m512 old_max = _mm512_load_ps(state.max);
+  const __m512 new_max = _mm512_max_ps(old_max, max_lanes_of_16(row_max));
+  alignas(64) float corrections[kMaxRowsAtOnce], maxima[kMaxRowsAtOnce];
+  _mm512_store_ps(corrections, simd::exp(_mm512_sub_ps(old_max, new_max)));
+  _mm512_store_ps(maxima, new_max);
+  // p = exp(score - new max), 0 beyond the row's count.
   for (int64_t h = 0; h < num_rows; ++h) {
+    if (!(active >> h & 1u)) {
+      row_sum[h] = _mm512_setzero_ps();
+      continue;
+    }
     const int64_t count = counts[h];
-    if (count <= 0) continue;
-    const float* p = probs[h];
-    const float correction = corrections[h];
-    float* a = acc + h * kChunks * 16;
-    // Two accumulator sets (keys at even / odd offsets in the tile) halve the fma chain;
-    // they are added in a fixed order at the end of the tile.
-    __m512 even[kChunks], odd[kChunks];
-    const __m512 corr = _mm512_set1_ps(correction);
-    for (int c = 0; c < kChunks; ++c) {
-      even[c] = _mm512_mul_ps(_mm512_load_ps(a + 16 * c), corr);
-      odd[c] = _mm512_setzero_ps();
+    const __m512 m = _mm512_set1_ps(maxima[h]);
+    __m512 total = _mm512_setzero_ps();
+    for (int64_t part = 0; part < kTile / 16; ++part) {
+      float* ps = probs[h] + 16 * part;
+      const __m512 p = _mm512_maskz_mov_ps(simd::lanes(count - 16 * part), simd::exp(_mm512_sub_ps(_mm512_load_ps(ps), m)));
+      _mm512_store_ps(ps, p);
+      total = part == 0 ? p : _mm512_add_ps(total, p);
     }
-    int64_t j = 0;
-    for (; j + 1 < count; j += 2) {
-      const __m512 pe = _mm512_set1_ps(p[j]), po = _mm512_set1_ps(p[j + 1]);
-      for (int c = 0; c < kChunks; ++c) {
-        even[c] = _mm512_fmadd_ps(pe, load_kv(v_rows[j] + 16 * c, chunk_mask[c]), even[c]);
-        odd[c] = _mm512_fmadd_ps(po, load_kv(v_rows[j + 1] + 16 * c, chunk_mask[c]), odd[c]);
-      }
+    row_sum[h] = total;
+  }
+  for (int64_t h = num_rows; h < kMaxRowsAtOnce; ++h) row_sum[h] = _mm512_setzero_ps();
+  const __m512 sum = _mm512_fmadd_ps(_mm512_load_ps(state.sum), _mm512_load_ps(corrections), sum_lanes_of_16(row_sum));
+  _mm512_mask_store_ps(state.sum, active, sum);
+  _mm512_mask_store_ps(state.max, active, new_max);
+  // Then p·v: two rows at a time where they see the same keys (every full tile), sharing
+  // each V load, while the accumulators fit in registers.
+  for (int64_t h = 0; h < num_rows;) {
+    const int64_t count = counts[h];
+    if (count <= 0) {
+      ++h;
+    } else if (kChunks <= kMaxChunksForPairs && h + 1 < num_rows && counts[h + 1] == count) {
+      pv_rows<T, kChunks, 2>(probs + h, corrections + h, count, v_rows, chunk_mask, acc + h * kChunks * 16);
+      h += 2;
+    } else {
+      pv_rows<T, kChunks, 1>(probs + h, corrections + h, count, v_rows, chunk_mask, acc + h * kChunks * 16);
+      ++h;
     }
-    if (j < count) {
-      const __m512 pe = _mm512_set1_ps(p[j]);
-      for (int c = 0; c < kChunks; ++c)
-        even[c] = _mm512_fmadd_ps(pe, load_kv(v_rows[j] + 16 * c, chunk_mask[c]), even[c]);
-    }
-    __m512 av[kChunks];
-    for (int c = 0; c < kChunks; ++c) av[c] = _mm512_add_ps(even[c], odd[c]);
-    for (int c = 0; c < kChunks; ++c) _mm512_store_ps(a + 16 * c, av[c]);
   }
 }
 
@@ -213,7 +308,7 @@ inline __m256 lane_sums_of_8x8(const __m256* v) {
 // 8 = kChunks * 8; acc rows of head_dim.
 template <typename T, int kChunks>
 void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k_rows, const T* const* v_rows,
-                      const int64_t* counts, int64_t head_dim, float scale, HeadState* state, float* acc) {
+                      const int64_t* counts, int64_t head_dim, float scale, RowStates& state, float* acc) {
   for (int64_t h = 0; h < num_rows; ++h) {
     const int64_t count = counts[h];
     if (count <= 0) continue;
@@ -242,9 +337,9 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k
     }
     float tile_max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < count; ++j) tile_max = std::max(tile_max, s[j]);
-    const float new_max = std::max(state[h].max, tile_max);
+    const float new_max = std::max(state.max[h], tile_max);
     // First tile: max is -inf, exp(-inf) = 0 clears the (zero) state.
-    const float correction = std::exp(state[h].max - new_max);
+    const float correction = std::exp(state.max[h] - new_max);
     const __m256 m = _mm256_set1_ps(new_max);
     __m256 total = _mm256_setzero_ps();
     for (int64_t j0 = 0; j0 < count; j0 += 8) {  // p of the valid keys, 0 beyond count
@@ -253,8 +348,8 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k
       _mm256_store_ps(s + j0, p);
       total = _mm256_add_ps(total, p);
     }
-    state[h].sum = state[h].sum * correction + sum_lanes_of_8(total);
-    state[h].max = new_max;
+    state.sum[h] = state.sum[h] * correction + sum_lanes_of_8(total);
+    state.max[h] = new_max;
     float* a = acc + h * head_dim;
     const __m256 corr = _mm256_set1_ps(correction);
     __m256 av[kChunks];
@@ -298,7 +393,7 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
   float* out_rows[kMaxRowsAtOnce];
   int64_t row_keys[kMaxRowsAtOnce];  // num_keys of each row
   int64_t counts[kMaxRowsAtOnce];
-  HeadState state[kMaxRowsAtOnce];
+  RowStates state;
 
   // Rows in order (token, head); a token with more heads per KV head than fit takes turns.
   const int64_t total_rows = num_tokens * group;
@@ -311,7 +406,8 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
       out_rows[i] = args.out + t * q_stride + (kv_head * group + h) * d;
       row_keys[i] = args.num_keys[t];
       rows_last = std::max(rows_last, row_keys[i]);
-      state[i] = {-std::numeric_limits<float>::infinity(), 0.0f};
+      state.max[i] = -std::numeric_limits<float>::infinity();
+      state.sum[i] = 0.0f;
     }
     std::memset(acc, 0, sizeof(float) * static_cast<size_t>(rows * acc_stride));
     // Walk the block table incrementally (a division per key costs more than the key).
@@ -331,7 +427,7 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
       attend(q_rows, rows, k_rows, v_rows, counts, d, args.scale, state, acc);
     }
     for (int64_t i = 0; i < rows; ++i)
-      for (int64_t c = 0; c < d; ++c) out_rows[i][c] = acc[i * acc_stride + c] / state[i].sum;
+      for (int64_t c = 0; c < d; ++c) out_rows[i][c] = acc[i * acc_stride + c] / state.sum[i];
   }
 }
 
