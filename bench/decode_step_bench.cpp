@@ -1,6 +1,7 @@
 // One target forward step of a ~30M-parameter Llama-shaped model (random weights):
 // 1 token (plain decode) and 9 tokens (anchor + 8 drafts, a verification step), with a
-// KV history of 128 positions, for each matmul path this CPU has: bf16 weights under the
+// KV history of 128 positions (and 896 for two paths' verification ratio, where attention
+// weighs more), for each matmul path this CPU has: bf16 weights under the
 // ISA caps avx2 (fma256), avx512 (fma512) and the best level (what `auto` picks), int8
 // weights (vnni512, and avx2), and f32 (the packed f32 kernels). Alongside, the machine's read bandwidth is measured in the
 // same run, so the roofline fraction (weight bytes / bandwidth vs step time) compares
@@ -28,8 +29,9 @@
 namespace dspark {
 namespace {
 
-constexpr int64_t kHistory = 128;
-constexpr int64_t kMaxStep = 64;  // largest step benchmarked
+constexpr int64_t kHistory = 128;      // KV positions before each benchmarked step
+constexpr int64_t kLongHistory = 896;  // the long-context variant (tiny-target's context is 1,024)
+constexpr int64_t kMaxStep = 64;       // largest step benchmarked
 
 // Caps the ISA while it lives: the matmul kernels read the cap when they are built, the
 // other vector kernels (attention, norms) on every call, so a path's steps run under it too.
@@ -42,10 +44,12 @@ struct IsaCap {
 struct Fixture {
   std::unique_ptr<Transformer> model;
   std::unique_ptr<KvPool> kv;
-  BlockAllocator allocator{64};
+  BlockAllocator allocator{(kLongHistory + kMaxStep) / 16};
   BlockTable table;
+  int64_t history;
 
-  Fixture(DType compute, Isa isa, WeightQuantization quantization) {
+  Fixture(DType compute, Isa isa, WeightQuantization quantization, int64_t history_positions)
+      : history(history_positions) {
     const testing::TinyModelSpec spec = testing::tiny_target_shape();
     static const auto dir = testing::write_tiny_model(spec, testing::make_temp_dir("decode-bench"));
     TransformerOptions opts;
@@ -54,19 +58,23 @@ struct Fixture {
     const IsaCap cap(isa);  // the matmul kernels are chosen at construction
     opts.max_batch_tokens = 128;
     model = Transformer::load(dir, opts);
-    kv = std::make_unique<KvPool>(model->config(), KvPoolOptions{64, 16, DType::kF32});
-    table.reserve(kHistory + kMaxStep, 16, allocator);
-    std::vector<int32_t> prompt(kHistory);
-    std::iota(prompt.begin(), prompt.end(), 1);
-    const SequenceSlice slice{static_cast<int32_t>(kHistory), 0, table.data()};
-    model->forward(ForwardBatch{prompt, {&slice, 1}, {}}, *kv);
+    kv = std::make_unique<KvPool>(model->config(), KvPoolOptions{allocator.num_blocks(), 16, DType::kF32});
+    table.reserve(history + kMaxStep, 16, allocator);
+    for (int64_t done = 0; done < history;) {  // the prompt, in chunks of max_batch_tokens
+      const int64_t n = std::min<int64_t>(history - done, opts.max_batch_tokens);
+      std::vector<int32_t> prompt(static_cast<size_t>(n));
+      std::iota(prompt.begin(), prompt.end(), static_cast<int32_t>(done + 1));
+      const SequenceSlice slice{static_cast<int32_t>(n), static_cast<int32_t>(done), table.data()};
+      model->forward(ForwardBatch{prompt, {&slice, 1}, {}}, *kv);
+      done += n;
+    }
   }
 
-  // Re-runs positions [kHistory, kHistory + n): the KV history stays fixed.
+  // Re-runs positions [history, history + n): the KV history stays fixed.
   void step(int64_t n) {
     std::vector<int32_t> ids(n, 7), rows(n);
     std::iota(rows.begin(), rows.end(), 0);
-    const SequenceSlice slice{static_cast<int32_t>(n), static_cast<int32_t>(kHistory), table.data()};
+    const SequenceSlice slice{static_cast<int32_t>(n), static_cast<int32_t>(history), table.data()};
     benchmark::DoNotOptimize(model->forward(ForwardBatch{ids, {&slice, 1}, rows}, *kv).logits);
   }
 };
@@ -92,12 +100,13 @@ const Path kPaths[] = {
     {"int8 avxvnni", DType::kBF16, Isa::kAvxVnni, WeightQuantization::kInt8},
 };
 
-Fixture* fixture(int64_t path) {
-  static std::unique_ptr<Fixture> fixtures[std::size(kPaths)];
+Fixture* fixture(int64_t path, int64_t history = kHistory) {
+  static std::unique_ptr<Fixture> fixtures[std::size(kPaths)][2];
   const Path& p = kPaths[path];
   if (!isa_supported(p.isa)) return nullptr;
-  if (!fixtures[path]) fixtures[path] = std::make_unique<Fixture>(p.compute, p.isa, p.quantization);
-  return fixtures[path].get();
+  std::unique_ptr<Fixture>& f = fixtures[path][history == kHistory ? 0 : 1];
+  if (!f) f = std::make_unique<Fixture>(p.compute, p.isa, p.quantization, history);
+  return f.get();
 }
 
 // args: path (kPaths), tokens in the step.
@@ -131,9 +140,9 @@ BENCHMARK(BM_Step)
 
 // The verification cost ratio, noise-robust: 1-token and 9-token steps alternate, so both
 // see the same neighbours; reports the median of each and their ratio (the number the
-// speculation speedup depends on). args: path.
+// speculation speedup depends on). args: path, KV history.
 void BM_VerifyOverDecode(benchmark::State& state) {
-  Fixture* f = fixture(state.range(0));
+  Fixture* f = fixture(state.range(0), state.range(1));
   if (f == nullptr) {
     state.SkipWithError("this CPU lacks the ISA of this path");
     return;
@@ -159,7 +168,13 @@ void BM_VerifyOverDecode(benchmark::State& state) {
   state.counters["t9_ms"] = t9;
   state.counters["t9/t1"] = t9 / t1;
 }
-BENCHMARK(BM_VerifyOverDecode)->ArgName("path")->DenseRange(0, 6)->Iterations(300)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VerifyOverDecode)
+    ->ArgNames({"path", "history"})
+    ->ArgsProduct({benchmark::CreateDenseRange(0, 6, 1), {kHistory}})
+    ->Args({0, kLongHistory})
+    ->Args({3, kLongHistory})
+    ->Iterations(300)
+    ->Unit(benchmark::kMillisecond);
 
 // Streaming read with the same OpenMP threads: the decode roofline's bandwidth. Two sizes:
 // 64 MB (about the model's weights, which may stay in a large last-level cache across

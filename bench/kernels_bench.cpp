@@ -332,6 +332,7 @@ void BM_AttentionVerify(benchmark::State& state) {
 BENCHMARK(BM_AttentionVerify)
     ->ArgNames({"tokens", "len"})
     ->Args({1, 128})
+    ->Args({1, 2048})
     ->Args({9, 128})
     ->Args({9, 512})
     ->Args({9, 2048})
