@@ -150,8 +150,10 @@ std::string step_profile_key(const std::filesystem::path& model_dir, const Trans
   // v6: 6-row vnni512 int8 tiles: v5 int8 tables put 16-64 token steps up to 1.8x too slow.
   // v7: the kernels' own thread team: v6 tables put a one-token step 1.2-1.6x too slow (a
   // 9-token one 1.1-1.4x), under the stale check, which skews every K the scheduler picks.
+  // v8: attention's row pairs and vector bookkeeping: v7 tables put multi-token steps a few
+  // percent too slow (their attention 1.3-1.5x slower), under the stale check.
   std::ostringstream key;
-  key << "v7|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
+  key << "v8|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
       << quantization_name(model.options().quantization) << '|' << model.matmul_kernel() << '|' << num_threads() << '|'
       << cpu_model_name() << '|' << o.max_tokens << '|' << o.context_length << '|' << o.tokens_per_sequence;
   std::error_code ec;

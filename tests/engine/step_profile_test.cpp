@@ -53,7 +53,9 @@ TEST(StepProfile, MeasuresEveryBatchSizeNonIncreasing) {
   ASSERT_EQ(table.max_tokens(), 40);
   for (int64_t b = 1; b <= 40; ++b) {
     EXPECT_GT(table.sps(b), 0);
-    if (b > 1) EXPECT_LE(table.sps(b), table.sps(b - 1));
+    if (b > 1) {
+      EXPECT_LE(table.sps(b), table.sps(b - 1));
+    }
   }
   StepProfileOptions too_many = f.options;
   too_many.max_tokens = 65;
