@@ -45,8 +45,8 @@ const T* kv_row(const void* pool, int64_t slot, int64_t head, const KvLayerView&
   return static_cast<const T*>(pool) + (slot * kv.num_kv_heads + head) * kv.head_dim;
 }
 
-// Running state of the online softmax of a tile's query rows, one lane per row (the
-// AVX-512 tile updates all rows' states with one vector each).
+// Running state of the online softmax of a unit's query rows, one lane per row (the tiles
+// update all rows' states a vector at a time).
 struct RowStates {
   alignas(64) float max[kMaxRowsAtOnce];
   alignas(64) float sum[kMaxRowsAtOnce];
@@ -206,8 +206,8 @@ void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows
   for (int c = 0; c < kChunks; ++c) chunk_mask[c] = simd::lanes(head_dim - 16 * c);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   alignas(64) float probs[kMaxRowsAtOnce][kTile];  // [row][key]: scaled scores, then exp(score - new max)
-  __m512 row_max[kMaxRowsAtOnce];  // [row]: lane-wise max of the row's two halves
-  __m512 row_sum[kMaxRowsAtOnce];  // [row]: lane-wise sum of the row's two halves of p
+  __m512 row_max[kMaxRowsAtOnce];  // [row]: lane-wise max of the row's 16-key parts of scores
+  __m512 row_sum[kMaxRowsAtOnce];  // [row]: lane-wise sum of the row's 16-key parts of p
   __mmask16 active = 0;            // rows that see keys in this tile
   for (int64_t h = num_rows; h < kMaxRowsAtOnce; ++h) row_max[h] = neg_inf;
   // Scores, two rows at a time where they see the same keys (as p·v below).
