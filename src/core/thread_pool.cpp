@@ -51,17 +51,19 @@ class Team {
     schedule_ = schedule;
     fn_ = fn;
     context_ = context;
-    team_size_ = threads;
-    next_.store(0, std::memory_order_relaxed);
-    done_.store(0, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the job above
+    const int64_t parts = schedule == Schedule::kDynamic ? n : std::min<int64_t>(n, threads);
+    parts_.store(parts, std::memory_order_relaxed);
+    parts_done_.store(0, std::memory_order_relaxed);
+    const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+    claim_.store(generation << 32, std::memory_order_release);  // publishes the job above
+    generation_.store(generation, std::memory_order_seq_cst);
     wake_sleepers();
     tls_in_loop = true;
-    run_part(0);
+    run_parts(generation);
     tls_in_loop = false;
-    const int workers = static_cast<int>(workers_.size());
+    // Only parts a worker has claimed are left: wait for those.
     const auto start = std::chrono::steady_clock::now();
-    for (int spins = 0; done_.load(std::memory_order_acquire) != workers; ++spins) {
+    for (int spins = 0; parts_done_.load(std::memory_order_acquire) != parts; ++spins) {
       _mm_pause();
       // A worker that was descheduled (more threads than cores) needs this core back.
       if ((spins & 63) == 63 && (oversubscribed_ || std::chrono::steady_clock::now() - start > kSpinTime))
@@ -73,19 +75,27 @@ class Team {
  private:
   Team() = default;
 
-  // The part of the job that thread `index` of the team (0: the caller) runs.
-  void run_part(int index) {
-    if (schedule_ == Schedule::kDynamic) {
-      for (int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n_;
-           i = next_.fetch_add(1, std::memory_order_relaxed))
-        fn_(context_, i, i + 1);
-      return;
+  // Claims parts of loop `generation` one at a time and runs them, until none is left or a
+  // newer loop has replaced it. The caller runs this too, so a worker that has not woken
+  // up (asleep, or descheduled on a busy machine) delays nothing: the caller takes its part.
+  // Parts are the same whoever runs them, so results are too.
+  void run_parts(uint64_t generation) {
+    for (;;) {
+      uint64_t claim = claim_.load(std::memory_order_acquire);
+      const int64_t part = static_cast<int64_t>(claim & 0xffffffffu);
+      if ((claim >> 32) != (generation & 0xffffffffu) || part >= parts_.load(std::memory_order_relaxed)) return;
+      if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel)) continue;
+      // The loop stays current until its every part is done, this one included.
+      if (schedule_ == Schedule::kDynamic) {
+        fn_(context_, part, part + 1);
+      } else {
+        const int64_t parts = parts_.load(std::memory_order_relaxed);
+        const int64_t base = n_ / parts, extra = n_ % parts;
+        const int64_t begin = part * base + std::min<int64_t>(part, extra);
+        fn_(context_, begin, begin + base + (part < extra ? 1 : 0));
+      }
+      parts_done_.fetch_add(1, std::memory_order_release);
     }
-    const int64_t parts = std::min<int64_t>(n_, team_size_);
-    if (index >= parts) return;
-    const int64_t base = n_ / parts, extra = n_ % parts;
-    const int64_t begin = index * base + std::min<int64_t>(index, extra);
-    fn_(context_, begin, begin + base + (index < extra ? 1 : 0));
   }
 
   void wake_sleepers() {
@@ -96,14 +106,14 @@ class Team {
     wake_.notify_all();
   }
 
-  void worker_main(int index, uint64_t seen) {
+  void worker_main(uint64_t seen) {
     tls_in_loop = true;
     for (;;) {
       wait_for_generation_after(seen);
       if (stop_.load(std::memory_order_acquire)) return;
-      ++seen;  // the caller waits for every worker before the next loop: none is skipped
-      run_part(index);
-      done_.fetch_add(1, std::memory_order_release);
+      // The newest loop: an older one has ended (its caller waited for all its parts).
+      seen = generation_.load(std::memory_order_acquire);
+      run_parts(seen);
     }
   }
 
@@ -139,23 +149,24 @@ class Team {
     }
     oversubscribed_ = workers + 1 > usable_cpus();
     const uint64_t seen = generation_.load(std::memory_order_relaxed);
-    for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i, seen] { worker_main(i + 1, seen); });
+    for (int i = 0; i < workers; ++i) workers_.emplace_back([this, seen] { worker_main(seen); });
   }
 
   std::mutex busy_;  // held by the thread whose loop the team runs
   std::vector<std::thread> workers_;
   bool oversubscribed_ = false;  // more threads than usable CPUs: yield instead of spinning
 
-  // The current loop, written by its caller before generation_ is bumped.
+  // The current loop, written by its caller before claim_ publishes it; read by a thread
+  // only after it has claimed one of the loop's parts.
   int64_t n_ = 0;
   Schedule schedule_ = Schedule::kStatic;
   RangeFn fn_ = nullptr;
   void* context_ = nullptr;
-  int team_size_ = 1;
+  std::atomic<int64_t> parts_{0};  // static: one range per thread; dynamic: one per index
 
   alignas(64) std::atomic<uint64_t> generation_{0};  // one per loop
-  alignas(64) std::atomic<int> done_{0};              // workers finished with this loop
-  alignas(64) std::atomic<int64_t> next_{0};          // next index (dynamic schedule)
+  alignas(64) std::atomic<uint64_t> claim_{0};       // [generation's low 32 bits | next part]
+  alignas(64) std::atomic<int64_t> parts_done_{0};   // parts of this loop finished
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::mutex sleep_mutex_;

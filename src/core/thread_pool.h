@@ -6,7 +6,9 @@
 // every loop's start and end, 3.0-3.7 µs a loop on a 2-vCPU virtual machine against about
 // 1 µs for this hand-off (kernels_bench BM_EmptyParallelLoop): 15-20% of a one-token step.
 // Workers spin for a while after each loop (kSpinTime in thread_pool.cpp), then sleep, so an
-// idle process does not burn its cores.
+// idle process does not burn its cores. A loop's parts are claimed, not assigned: the
+// caller runs whatever part no worker has taken by the time it is free, so a worker that
+// is asleep or descheduled (another process on the cores) does not hold the loop up.
 //
 // How work is split never changes a result: every kernel computes each output whole in one
 // thread (batch and thread invariance, DESIGN §7), so static and dynamic schedules and any
@@ -30,8 +32,9 @@ enum class Schedule {
 void run_parallel(int64_t n, Schedule schedule, RangeFn fn, void* context);
 }  // namespace detail
 
-// Calls body(begin, end) on contiguous, disjoint parts of [0, n) that cover it, one part
-// per thread of the team, in parallel when `parallel` (else body(0, n) on this thread).
+// Calls body(begin, end) on contiguous, disjoint parts of [0, n) that cover it, as many
+// parts as the team has threads (a thread runs a second part when another is late), in
+// parallel when `parallel` (else body(0, n) on this thread).
 template <typename Body>
 void parallel_for(int64_t n, bool parallel, Body&& body) {
   if (n <= 0) return;

@@ -26,6 +26,22 @@ class ThreadCount {
   int saved_;
 };
 
+// A loop body for `parties` parts that holds each part until every part has started (or 10
+// s have passed): no thread can run two parts, so each part shows which thread took it.
+class Rendezvous {
+ public:
+  explicit Rendezvous(int parties) : parties_(parties) {}
+  void arrive_and_wait() {
+    entered_.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (entered_.load() < parties_ && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  }
+
+ private:
+  int parties_;
+  std::atomic<int> entered_{0};
+};
+
 // Every index of [0, n) is visited exactly once, for any team size and n.
 TEST(ParallelFor, CoversEveryIndexOnce) {
   for (int threads : {1, 2, 3, 5}) {
@@ -62,17 +78,43 @@ TEST(ParallelFor, StaticPartsAreBalanced) {
   EXPECT_EQ(parts[2], std::make_pair(int64_t{7}, int64_t{10}));
 }
 
-// The team's threads run the parts: more than one thread id shows up over many loops.
+// The team's threads run the parts: while the caller is busy with one part, a worker takes
+// the other.
 TEST(ParallelFor, RunsOnSeveralThreads) {
   ThreadCount count(2);
-  std::set<std::thread::id> ids;
-  std::mutex m;
-  for (int rep = 0; rep < 20; ++rep)
+  for (int rep = 0; rep < 5; ++rep) {
+    std::set<std::thread::id> ids;
+    std::mutex m;
+    Rendezvous both(2);
     parallel_for(2, true, [&](int64_t, int64_t) {
-      std::lock_guard<std::mutex> lock(m);
-      ids.insert(std::this_thread::get_id());
+      {
+        std::lock_guard<std::mutex> lock(m);
+        ids.insert(std::this_thread::get_id());
+      }
+      both.arrive_and_wait();
     });
-  EXPECT_EQ(ids.size(), 2u);
+    EXPECT_EQ(ids.size(), 2u);
+  }
+}
+
+// Parts are claimed, not assigned: a caller that is free before a worker has woken up runs
+// the worker's part itself instead of waiting for it. The worker sleeps after 5 ms idle, so
+// its first claim needs a futex wake-up, while the caller claims the second part right after
+// its empty first one; over 20 tries that must happen at least once (with parts assigned
+// per thread, never).
+TEST(ParallelFor, CallerRunsPartsNoWorkerTook) {
+  ThreadCount count(2);
+  const auto caller = std::this_thread::get_id();
+  int loops_on_caller_alone = 0;
+  for (int rep = 0; rep < 20 && loops_on_caller_alone == 0; ++rep) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the worker sleeps by now
+    std::atomic<int> by_caller{0};
+    parallel_for(2, true, [&](int64_t, int64_t) {
+      if (std::this_thread::get_id() == caller) by_caller.fetch_add(1);
+    });
+    if (by_caller.load() == 2) ++loops_on_caller_alone;
+  }
+  EXPECT_GT(loops_on_caller_alone, 0);
 }
 
 TEST(ParallelFor, NotParallelRunsOnTheCaller) {
@@ -144,11 +186,15 @@ TEST(ParallelFor, WakesAfterIdleAndFollowsThreadCount) {
     std::set<std::thread::id> ids;
     std::mutex m;
     std::atomic<int> parts{0};
+    Rendezvous all(threads);
     parallel_for(threads, true, [&](int64_t begin, int64_t end) {
       EXPECT_EQ(end - begin, 1);
       parts.fetch_add(1);
-      std::lock_guard<std::mutex> lock(m);
-      ids.insert(std::this_thread::get_id());
+      {
+        std::lock_guard<std::mutex> lock(m);
+        ids.insert(std::this_thread::get_id());
+      }
+      all.arrive_and_wait();
     });
     EXPECT_EQ(parts.load(), threads);
     EXPECT_EQ(static_cast<int>(ids.size()), threads);
