@@ -41,21 +41,26 @@ class Team {
   }
 
   // Runs the loop with `threads` threads (this one included); false when the team is taken
-  // by another thread's loop, or this thread is already inside a loop.
+  // by another thread's loop, or this thread is already inside a loop (or for a loop of
+  // 2^32 - 1 items or more).
   bool run(int64_t n, Schedule schedule, RangeFn fn, void* context, int threads) {
-    if (tls_in_loop) return false;
+    if (tls_in_loop || n >= static_cast<int64_t>(kClosed)) return false;  // (parts are counted in 32 bits)
     std::unique_lock<std::mutex> taken(busy_, std::try_to_lock);
     if (!taken.owns_lock()) return false;
     if (static_cast<int>(workers_.size()) != threads - 1) resize(threads - 1);
+    const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+    // Closed first (no part left to claim), so that a worker still looking at the previous
+    // loop cannot claim a part while the fields below change: one that reads the new part
+    // count (acquire) sees the closed word in its claim.
+    claim_.store(generation << 32 | kClosed, std::memory_order_seq_cst);
     n_ = n;
     schedule_ = schedule;
     fn_ = fn;
     context_ = context;
     const int64_t parts = schedule == Schedule::kDynamic ? n : std::min<int64_t>(n, threads);
-    parts_.store(parts, std::memory_order_relaxed);
     parts_done_.store(0, std::memory_order_relaxed);
-    const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
-    claim_.store(generation << 32, std::memory_order_release);  // publishes the job above
+    parts_.store(parts, std::memory_order_release);
+    claim_.store(generation << 32, std::memory_order_release);  // opens the loop: part 0 next
     generation_.store(generation, std::memory_order_seq_cst);
     wake_sleepers();
     tls_in_loop = true;
@@ -83,7 +88,7 @@ class Team {
     for (;;) {
       uint64_t claim = claim_.load(std::memory_order_acquire);
       const int64_t part = static_cast<int64_t>(claim & 0xffffffffu);
-      if ((claim >> 32) != (generation & 0xffffffffu) || part >= parts_.load(std::memory_order_relaxed)) return;
+      if ((claim >> 32) != (generation & 0xffffffffu) || part >= parts_.load(std::memory_order_acquire)) return;
       if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel)) continue;
       // The loop stays current until its every part is done, this one included.
       if (schedule_ == Schedule::kDynamic) {
@@ -166,6 +171,7 @@ class Team {
 
   alignas(64) std::atomic<uint64_t> generation_{0};  // one per loop
   alignas(64) std::atomic<uint64_t> claim_{0};       // [generation's low 32 bits | next part]
+  static constexpr uint64_t kClosed = 0xffffffffu;   // "next part" of a loop being set up
   alignas(64) std::atomic<int64_t> parts_done_{0};   // parts of this loop finished
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -115,6 +116,26 @@ TEST(ParallelFor, CallerRunsPartsNoWorkerTook) {
     if (by_caller.load() == 2) ++loops_on_caller_alone;
   }
   EXPECT_GT(loops_on_caller_alone, 0);
+}
+
+// Many short loops back to back, static and dynamic in turn: a worker that is still on
+// one loop when the caller has finished it alone and set up the next never runs a part of
+// the wrong loop, twice, or after the caller has returned (each loop's hits are checked
+// once it returns, and its body dies with it).
+TEST(ParallelFor, BackToBackLoopsEachRunEveryPartOnce) {
+  ThreadCount count(2);
+  for (int rep = 0; rep < 20000; ++rep) {
+    const int64_t n = 1 + rep % 5;
+    std::array<std::atomic<int>, 5> hits{};
+    if (rep % 2 == 0) {
+      parallel_for(n, true, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+      });
+    } else {
+      parallel_for_dynamic(n, true, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+    }
+    for (int64_t i = 0; i < 5; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), i < n ? 1 : 0) << "loop " << rep;
+  }
 }
 
 TEST(ParallelFor, NotParallelRunsOnTheCaller) {
