@@ -100,10 +100,12 @@ const Path kPaths[] = {
     {"int8 avxvnni", DType::kBF16, Isa::kAvxVnni, WeightQuantization::kInt8},
 };
 
+// history: kHistory or kLongHistory (one cached fixture each).
 Fixture* fixture(int64_t path, int64_t history = kHistory) {
   static std::unique_ptr<Fixture> fixtures[std::size(kPaths)][2];
   const Path& p = kPaths[path];
   if (!isa_supported(p.isa)) return nullptr;
+  if (history != kHistory && history != kLongHistory) return nullptr;
   std::unique_ptr<Fixture>& f = fixtures[path][history == kHistory ? 0 : 1];
   if (!f) f = std::make_unique<Fixture>(p.compute, p.isa, p.quantization, history);
   return f.get();
@@ -144,7 +146,7 @@ BENCHMARK(BM_Step)
 void BM_VerifyOverDecode(benchmark::State& state) {
   Fixture* f = fixture(state.range(0), state.range(1));
   if (f == nullptr) {
-    state.SkipWithError("this CPU lacks the ISA of this path");
+    state.SkipWithError("this CPU lacks the ISA of this path, or the history is not a benchmarked one");
     return;
   }
   const IsaCap cap(kPaths[state.range(0)].isa);
