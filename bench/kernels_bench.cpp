@@ -177,7 +177,7 @@ BENCHMARK(BM_Linear)->Name("BM_LinearSmallM")->Apply(small_m_args)->MinTime(0.2)
 // Times paged_attention over `kv` for tokens with the given sequences, key counts and
 // block tables, queries random.
 void run_attention(benchmark::State& state, const KvLayerView& kv, int64_t heads, const std::vector<int32_t>& seq_of_token,
-                   const std::vector<int32_t>& num_keys, const int32_t* const* block_tables) {
+                   const std::vector<int32_t>& num_keys, const int32_t* const* block_tables, bool cold = false) {
   const int64_t tokens = static_cast<int64_t>(num_keys.size());
   const auto q = random_floats(static_cast<size_t>(tokens * heads * kv.head_dim), 5);
   std::vector<float> out(q.size());
@@ -190,7 +190,17 @@ void run_attention(benchmark::State& state, const KvLayerView& kv, int64_t heads
   args.num_keys = num_keys.data();
   args.block_tables = block_tables;
   args.scale = 1.0f / std::sqrt(static_cast<float>(kv.head_dim));
+  // cold: 64 MB read between calls (untimed), as a step's weights stream through the caches
+  // between one layer's attention and the next use of its KV rows.
+  std::vector<int64_t> evict(cold ? (size_t{64} << 20) / sizeof(int64_t) : 0, 1);
   for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      int64_t sum = 0;
+      for (size_t i = 0; i < evict.size(); i += 8) sum += evict[i];
+      benchmark::DoNotOptimize(sum);
+      state.ResumeTiming();
+    }
     paged_attention(args, kv);
     benchmark::DoNotOptimize(out.data());
   }
@@ -304,38 +314,51 @@ BENCHMARK(BM_ToProbs)
 // A verification step's attention: `tokens` consecutive tokens of one sequence over a KV of
 // `len` positions (token t sees len - tokens + 1 + t keys), f32 KV, tiny-target's heads
 // (8 query, 4 KV, head_dim 64). args: tokens, len.
+// One sequence's step over its KV history, tiny-target's heads (8 query, 4 KV, head_dim 64).
+// args: query tokens, history length, KV dtype (0 f32, 1 bf16), cold (1: the KV rows are
+// evicted from the caches before each call, as in a real step).
 void BM_AttentionVerify(benchmark::State& state) {
-  const int64_t tokens = state.range(0), len = state.range(1);
-  const int64_t heads = 8, kv_heads = 4, head_dim = 64, block_size = 16;
+  const int64_t tokens = state.range(0), len = state.range(1), head_dim = 64;
+  const int64_t heads = 8, kv_heads = 4, block_size = 16;
+  const bool bf16 = state.range(2) != 0, cold = state.range(3) != 0;
   KvLayerView kv;
-  kv.dtype = DType::kF32;
+  kv.dtype = bf16 ? DType::kBF16 : DType::kF32;
   kv.num_blocks = (len + block_size - 1) / block_size;
   kv.block_size = block_size;
   kv.num_kv_heads = kv_heads;
   kv.head_dim = head_dim;
   const size_t pool = static_cast<size_t>(kv.num_blocks * block_size * kv_heads * head_dim);
+  const size_t element = bf16 ? sizeof(uint16_t) : sizeof(float);
   // 64-byte aligned, as the engine's KV pool (model/kv_pool.h).
-  AlignedBuffer k(pool * sizeof(float)), v(pool * sizeof(float));
+  AlignedBuffer k(pool * element), v(pool * element);
   const auto k_values = random_floats(pool, 3), v_values = random_floats(pool, 4);
-  std::memcpy(k.as<float>(), k_values.data(), pool * sizeof(float));
-  std::memcpy(v.as<float>(), v_values.data(), pool * sizeof(float));
-  kv.k = k.as<float>();
-  kv.v = v.as<float>();
+  if (bf16) {
+    for (size_t i = 0; i < pool; ++i) {
+      k.as<uint16_t>()[i] = float_to_bf16(k_values[i]);
+      v.as<uint16_t>()[i] = float_to_bf16(v_values[i]);
+    }
+  } else {
+    std::memcpy(k.as<float>(), k_values.data(), pool * sizeof(float));
+    std::memcpy(v.as<float>(), v_values.data(), pool * sizeof(float));
+  }
+  kv.k = k.data();
+  kv.v = v.data();
   std::vector<int32_t> table(static_cast<size_t>(kv.num_blocks));
   for (int64_t b = 0; b < kv.num_blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
   const int32_t* table_ptr = table.data();
   std::vector<int32_t> seq_of_token(static_cast<size_t>(tokens), 0), num_keys(static_cast<size_t>(tokens));
   for (int64_t t = 0; t < tokens; ++t) num_keys[static_cast<size_t>(t)] = static_cast<int32_t>(len - tokens + 1 + t);
-  run_attention(state, kv, heads, seq_of_token, num_keys, &table_ptr);
+  run_attention(state, kv, heads, seq_of_token, num_keys, &table_ptr, cold);
   state.counters["threads"] = static_cast<double>(num_threads());
 }
 BENCHMARK(BM_AttentionVerify)
-    ->ArgNames({"tokens", "len"})
-    ->Args({1, 128})
-    ->Args({1, 2048})
-    ->Args({9, 128})
-    ->Args({9, 512})
-    ->Args({9, 2048})
+    ->ArgNames({"tokens", "len", "bf16", "cold"})
+    ->Args({1, 128, 0, 0})
+    ->Args({1, 2048, 0, 0})
+    ->Args({9, 128, 0, 0})
+    ->Args({9, 512, 0, 0})
+    ->Args({9, 2048, 0, 0})
+    ->ArgsProduct({{1, 9}, {32, 896}, {0, 1}, {0, 1}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond)
     ->ComputeStatistics("min", min_of);

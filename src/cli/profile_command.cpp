@@ -23,6 +23,7 @@ void run_profile(const ProfileArgs& args) {
   StepProfileOptions o;
   o.max_tokens = args.model.max_batch_tokens;
   o.context_length = args.context_length;
+  o.kv_dtype = parse_dtype(args.model.kv_dtype);
   o.tokens_per_sequence = std::max<int64_t>(9, (o.max_tokens + args.max_sequences - 1) / args.max_sequences);
   const auto cache = default_cache_dir();
   const auto key = step_profile_key(args.model.model_dir, *loaded.target, o);
@@ -30,8 +31,10 @@ void run_profile(const ProfileArgs& args) {
   StepProfileSource source = StepProfileSource::kMeasured;
   const double t0 = now_seconds();
   const StepCostTable table = load_or_measure_step_cost(args.model.model_dir, *loaded.target, o, cache, &source);
-  std::printf("# step-cost profile of %s (%s, %d threads, context %lld): %s in %.1f s; cache %s/step_profile/%s.json\n",
-              args.model.model_dir.c_str(), args.model.dtype.c_str(), num_threads(),
+  std::printf("# step-cost profile of %s (%s weights, %s KV, %d threads, context %lld): %s in %.1f s; cache "
+              "%s/step_profile/%s.json\n",
+              args.model.model_dir.c_str(), args.model.quantization == "int8" ? "int8" : args.model.dtype.c_str(),
+              args.model.kv_dtype.c_str(), num_threads(),
               static_cast<long long>(o.context_length), step_profile_source_name(source), now_seconds() - t0,
               cache.c_str(), key.c_str());
   std::printf("%8s %12s %10s %12s\n", "tokens", "steps/s", "ms/step", "tokens/s");

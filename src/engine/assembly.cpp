@@ -19,6 +19,7 @@ std::shared_ptr<const StepCostTable> load_step_cost(const std::filesystem::path&
                                                     const std::filesystem::path& cache_dir, StepProfileReport& report) {
   StepProfileOptions profile;
   profile.max_tokens = std::min<int64_t>(engine.max_batch_tokens, target.options().max_batch_tokens);
+  profile.kv_dtype = engine.kv_dtype;
   profile.tokens_per_sequence = std::max<int64_t>(
       9, (profile.max_tokens + target.options().max_sequences - 1) / target.options().max_sequences);
   if (reprofile) std::filesystem::remove(cache_dir / "step_profile" / (step_profile_key(model_dir, target, profile) + ".json"));

@@ -54,7 +54,7 @@ class StepTimer {
     context_ = std::min<int64_t>(o.context_length, model.max_model_len() - per_seq_);
     DSPARK_CHECK(context_ >= 1, "the model's context is too short to profile");
     const int64_t blocks_per_seq = (context_ + per_seq_ + kBlock - 1) / kBlock;
-    kv_ = std::make_unique<KvPool>(model.config(), KvPoolOptions{max_seqs * blocks_per_seq, kBlock, DType::kF32});
+    kv_ = std::make_unique<KvPool>(model.config(), KvPoolOptions{max_seqs * blocks_per_seq, kBlock, o.kv_dtype});
     allocator_ = std::make_unique<BlockAllocator>(kv_->num_blocks());
     tables_.resize(max_seqs);
     // Fill every sequence's context once (its KV content does not affect the timing).
@@ -152,10 +152,12 @@ std::string step_profile_key(const std::filesystem::path& model_dir, const Trans
   // 9-token one 1.1-1.4x), under the stale check, which skews every K the scheduler picks.
   // v8: attention's row pairs and vector bookkeeping: v7 tables put multi-token steps a few
   // percent too slow (their attention 1.3-1.5x slower), under the stale check.
+  // v9: the KV cache's dtype is part of the key (it was always measured with f32 KV).
   std::ostringstream key;
-  key << "v8|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
+  key << "v9|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
       << quantization_name(model.options().quantization) << '|' << model.matmul_kernel() << '|' << num_threads() << '|'
-      << cpu_model_name() << '|' << o.max_tokens << '|' << o.context_length << '|' << o.tokens_per_sequence;
+      << cpu_model_name() << '|' << o.max_tokens << '|' << o.context_length << '|' << o.tokens_per_sequence << '|'
+      << dtype_name(o.kv_dtype);
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
     if (entry.path().extension() == ".safetensors") {

@@ -1,13 +1,15 @@
 // Step-cost profile of a target model: SPS(B), forward steps per second for a batch of B
 // tokens, which the prefix scheduler trades against predicted acceptance. Measured once
 // (a few seconds) and cached on disk, keyed by everything the numbers depend on: model
-// configuration and weights file, compute dtype, threads, CPU model, batch range.
+// configuration and weights file, compute dtype, KV cache dtype, threads, CPU model, batch
+// range.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
 
+#include "core/dtype.h"
 #include "model/transformer.h"
 #include "spec/prefix_scheduler.h"
 
@@ -16,6 +18,7 @@ namespace dspark {
 struct StepProfileOptions {
   int64_t max_tokens = 64;       // profile B = 1 .. max_tokens
   int64_t context_length = 256;  // KV history each profiled sequence attends over
+  DType kv_dtype = DType::kF32;  // the KV cache's element type (attention reads it every step)
   int32_t repeats = 5;           // timed forwards per B (the fastest counts: noise only adds)
   int64_t tokens_per_sequence = 9;  // a verification step: anchor + 8 drafts per request
   // A cached profile whose steps are this much slower than a spot check is measured again.

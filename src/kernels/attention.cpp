@@ -19,6 +19,8 @@ using kernels::AttendTileFn;
 constexpr int64_t kTile = kernels::kAttentionTile;
 constexpr int64_t kMaxHeadDim = kernels::kMaxAttentionHeadDim;
 constexpr int64_t kMaxRowsAtOnce = kernels::kMaxAttentionRows;
+// KV rows requested ahead of the key the tiles compute on.
+constexpr int64_t kPrefetchKeys = 2 * kTile;
 // Below this many multiply-adds (q·k and p·v) a call stays on the calling thread.
 constexpr int64_t kParallelMinMacs = 64 * 1024;
 
@@ -57,9 +59,10 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
   const int64_t q_stride = args.num_heads * d;
   const int32_t* table = args.block_tables[args.seq_of_token[t0]];
   const int64_t first = first_key(args, t0);
+  const int64_t row_bytes = d * static_cast<int64_t>(sizeof(T));
   alignas(64) float acc[kMaxRowsAtOnce * kMaxHeadDim];  // [rows, acc_stride]
-  const T* k_rows[kTile];
-  const T* v_rows[kTile];
+  const T* k_rows[2][kTile];  // [this tile, the next][key]
+  const T* v_rows[2][kTile];
   const float* q_rows[kMaxRowsAtOnce];
   float* out_rows[kMaxRowsAtOnce];
   int64_t row_keys[kMaxRowsAtOnce];  // num_keys of each row
@@ -81,9 +84,29 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
       state.sum[i] = 0.0f;
     }
     std::memset(acc, 0, sizeof(float) * static_cast<size_t>(rows * acc_stride));
-    // Walk the block table incrementally (a division per key costs more than the key).
-    int64_t block = first / kv.block_size, offset = first % kv.block_size;  // of position j0 + j
-    for (int64_t j0 = first; j0 < rows_last; j0 += kTile) {
+    // Walk the block table incrementally (a division per key costs more than the key), and
+    // a second walker kPrefetchKeys keys ahead that requests those keys' K and V rows. A
+    // step's weights push every KV row out of the caches between uses, and the tile's own
+    // loads, issued as its arithmetic reaches them, kept too few rows in flight.
+    int64_t block = first / kv.block_size, offset = first % kv.block_size;  // of the next key gathered
+    int64_t ahead = first, ahead_block = block, ahead_offset = offset;     // of the next key prefetched
+    auto prefetch_next = [&] {
+      if (ahead >= rows_last) return;
+      const int64_t slot = int64_t{table[ahead_block]} * kv.block_size + ahead_offset;
+      if (++ahead_offset == kv.block_size) {
+        ahead_offset = 0;
+        ++ahead_block;
+      }
+      ++ahead;
+      const char* k_row = reinterpret_cast<const char*>(kv_row<T>(kv.k, slot, kv_head, kv));
+      const char* v_row = reinterpret_cast<const char*>(kv_row<T>(kv.v, slot, kv_head, kv));
+      for (int64_t byte = 0; byte < row_bytes; byte += 64) {
+        __builtin_prefetch(k_row + byte, 0, 3);
+        __builtin_prefetch(v_row + byte, 0, 3);
+      }
+    };
+    for (int64_t j = 0; j < kPrefetchKeys; ++j) prefetch_next();
+    auto gather = [&](int64_t j0, const T** ks, const T** vs) {
       const int64_t count = std::min(kTile, rows_last - j0);
       for (int64_t j = 0; j < count; ++j) {
         const int64_t slot = int64_t{table[block]} * kv.block_size + offset;
@@ -91,11 +114,18 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
           offset = 0;
           ++block;
         }
-        k_rows[j] = kv_row<T>(kv.k, slot, kv_head, kv);
-        v_rows[j] = kv_row<T>(kv.v, slot, kv_head, kv);
+        ks[j] = kv_row<T>(kv.k, slot, kv_head, kv);
+        vs[j] = kv_row<T>(kv.v, slot, kv_head, kv);
+        prefetch_next();
       }
+    };
+    int cur = 0;
+    gather(first, k_rows[0], v_rows[0]);
+    for (int64_t j0 = first; j0 < rows_last; j0 += kTile) {
+      if (j0 + kTile < rows_last) gather(j0 + kTile, k_rows[cur ^ 1], v_rows[cur ^ 1]);
       for (int64_t i = 0; i < rows; ++i) counts[i] = std::min(kTile, row_keys[i] - j0);
-      attend(q_rows, rows, k_rows, v_rows, counts, d, args.scale, state, acc);
+      attend(q_rows, rows, k_rows[cur], v_rows[cur], counts, d, args.scale, state, acc);
+      cur ^= 1;
     }
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t c = 0; c < d; ++c) out_rows[i][c] = acc[i * acc_stride + c] / state.sum[i];
