@@ -71,7 +71,8 @@ void run_generate(GenerateArgs& args) {
   std::fprintf(stderr, "\n");
   if (!speculative) {
     print_stats("plain", result);
-    std::fprintf(stderr, "[dspark] threads %d | dtype %s | total %.2f s\n", num_threads(), args.model.dtype.c_str(),
+    std::fprintf(stderr, "[dspark] threads %d | dtype %s | kv %s | total %.2f s\n", num_threads(),
+                 args.model.dtype.c_str(), args.model.kv_dtype.c_str(),
                  result.total_seconds);
     return;
   }

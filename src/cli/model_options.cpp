@@ -22,11 +22,17 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
                   "Compute dtype: auto (the checkpoint's torch_dtype: float32 -> f32, else bf16), bf16 or f32")
       ->check(CLI::IsMember({"auto", "bf16", "f32", "bfloat16", "float32"}))
       ->capture_default_str();
-  // Resolved once the command line is read, so every command sees a concrete dtype.
+  // Resolved once the command line is read, so every command sees concrete dtypes. The KV
+  // cache follows the compute dtype unless asked otherwise (as vLLM's kv_cache_dtype auto
+  // follows the model's): bf16 rows read half the bytes of f32 ones, and a bf16 model's
+  // perplexity and acceptance do not change with it (docs/results.md).
   cmd->parse_complete_callback([&a] {
     if (a.dtype == "auto") a.dtype = auto_compute_dtype(a.model_dir);
+    if (a.kv_dtype == "auto") a.kv_dtype = std::string(dtype_name(parse_dtype(a.dtype)));
   });
-  cmd->add_option("--kv-dtype", a.kv_dtype, "KV cache dtype: f32 or bf16")->capture_default_str();
+  cmd->add_option("--kv-dtype", a.kv_dtype, "KV cache dtype: auto (the compute dtype), bf16 or f32")
+      ->check(CLI::IsMember({"auto", "bf16", "f32", "bfloat16", "float32"}))
+      ->capture_default_str();
   cmd->add_option("--isa", a.isa,
                   "Kernel ISA: auto, avx2, avxvnni, avx512, avx512bf16, vnni or amx (a cap; DSPARK_ISA when auto)")
       ->check(CLI::IsMember({"auto", "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "amx"}))

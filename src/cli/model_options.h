@@ -22,7 +22,7 @@ namespace dspark::cli {
 struct ModelArgs {
   std::string model_dir;
   std::string dtype = "auto";      // matmul compute dtype; auto resolves after parsing (auto_compute_dtype)
-  std::string kv_dtype = "f32";    // KV cache storage
+  std::string kv_dtype = "auto";   // KV cache storage; auto resolves to the compute dtype after parsing
   std::string isa = "auto";        // kernel ISA cap (auto = the best this CPU has, or DSPARK_ISA)
   std::string quantization = "none";  // matmul weights: none (the compute dtype) or int8
   int threads = 0;                 // 0 = OpenMP default

@@ -1,6 +1,6 @@
 // `--dtype auto` (the default) follows the checkpoint's torch_dtype, as a user sees it on
 // the command line: a float32 checkpoint computes in f32, a bfloat16 one in bf16, and an
-// explicit --dtype wins.
+// explicit --dtype wins. `--kv-dtype auto` (the default) then follows the compute dtype.
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -11,8 +11,9 @@
 namespace dspark {
 namespace {
 
-// The stderr report line of `dspark generate ... 2>&1` that names the dtype.
-std::string dtype_line(const std::string& args) {
+// The field of `dspark generate ... 2>&1`'s stderr report line that starts with `field`
+// ("| dtype ", "| kv "), up to the next " |".
+std::string report_field(const std::string& args, const std::string& field) {
   const std::string command = std::string(DSPARK_CLI) + " generate --prompt Once --max-tokens 2 " + args + " 2>&1";
   std::string out;
   FILE* pipe = popen(command.c_str(), "r");
@@ -20,9 +21,11 @@ std::string dtype_line(const std::string& args) {
   char buffer[4096];
   for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, n);
   EXPECT_EQ(pclose(pipe), 0) << out;
-  const size_t at = out.find("| dtype ");
+  const size_t at = out.find(field);
   return at == std::string::npos ? out : out.substr(at, out.find(" |", at + 2) - at);
 }
+std::string dtype_line(const std::string& args) { return report_field(args, "| dtype "); }
+std::string kv_line(const std::string& args) { return report_field(args, "| kv "); }
 
 const std::string kStories = std::string(DSPARK_SHARED_DIR) + "/data/models/stories260K-hf";  // float32
 const std::string kTinyTarget = std::string(DSPARK_SOURCE_DIR) + "/models/tiny-target";       // bfloat16
@@ -32,6 +35,16 @@ TEST(DtypeAuto, FollowsTheCheckpoint) {
   EXPECT_EQ(dtype_line("--model " + kTinyTarget), "| dtype bf16");
   EXPECT_EQ(dtype_line("--model " + kStories + " --dtype bf16"), "| dtype bf16");
   EXPECT_EQ(dtype_line("--model " + kTinyTarget + " --dtype auto"), "| dtype bf16");
+}
+
+TEST(KvDtypeAuto, FollowsTheComputeDtype) {
+  EXPECT_EQ(kv_line("--model " + kStories), "| kv f32");
+  EXPECT_EQ(kv_line("--model " + kTinyTarget), "| kv bf16");
+  EXPECT_EQ(kv_line("--model " + kTinyTarget + " --quantization int8"), "| kv bf16");
+  EXPECT_EQ(kv_line("--model " + kTinyTarget + " --dtype f32"), "| kv f32");
+  EXPECT_EQ(kv_line("--model " + kStories + " --dtype bfloat16"), "| kv bf16");
+  EXPECT_EQ(kv_line("--model " + kTinyTarget + " --kv-dtype f32"), "| kv f32");
+  EXPECT_EQ(kv_line("--model " + kStories + " --kv-dtype bf16"), "| kv bf16");
 }
 
 }  // namespace
