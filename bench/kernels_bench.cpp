@@ -312,11 +312,9 @@ BENCHMARK(BM_ToProbs)
     ->UseRealTime();
 
 // A verification step's attention: `tokens` consecutive tokens of one sequence over a KV of
-// `len` positions (token t sees len - tokens + 1 + t keys), f32 KV, tiny-target's heads
-// (8 query, 4 KV, head_dim 64). args: tokens, len.
-// One sequence's step over its KV history, tiny-target's heads (8 query, 4 KV, head_dim 64).
-// args: query tokens, history length, KV dtype (0 f32, 1 bf16), cold (1: the KV rows are
-// evicted from the caches before each call, as in a real step).
+// `len` positions (token t sees len - tokens + 1 + t keys), tiny-target's heads (8 query, 4
+// KV, head_dim 64). args: tokens, len, KV dtype (0 f32, 1 bf16), cold (1: the KV rows are
+// pushed out of the caches before each call, as a real step's weights do).
 void BM_AttentionVerify(benchmark::State& state) {
   const int64_t tokens = state.range(0), len = state.range(1), head_dim = 64;
   const int64_t heads = 8, kv_heads = 4, block_size = 16;

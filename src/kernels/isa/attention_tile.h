@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 namespace dspark::kernels {
 
@@ -37,6 +38,20 @@ struct AttendTiles {
   AttendTileFn<float> f32;      // f32 KV pools
   AttendTileFn<uint16_t> bf16;  // bf16 KV pools
 };
+
+// The tiles of one ISA for `chunks` vectors per head row (1 .. kMaxChunks), from a table of
+// Tile::run<T, kChunks>. Each ISA's translation unit passes a file-local Tile type (as
+// kernels/isa/tile_table.h), so every instantiation stays internal to that unit.
+template <typename Tile, typename T, int... kChunks>
+AttendTileFn<T> attend_tile_for(int64_t chunks, std::integer_sequence<int, kChunks...>) {
+  static constexpr AttendTileFn<T> kTable[] = {Tile::template run<T, kChunks + 1>...};
+  return kTable[chunks - 1];
+}
+template <typename Tile, int kMaxChunks>
+AttendTiles attend_tiles_for(int64_t chunks) {
+  return {attend_tile_for<Tile, float>(chunks, std::make_integer_sequence<int, kMaxChunks>{}),
+          attend_tile_for<Tile, uint16_t>(chunks, std::make_integer_sequence<int, kMaxChunks>{})};
+}
 
 // The 16-lane tiles for head_dim <= kMaxAttentionHeadDim: acc stride head_dim rounded up
 // to 16. Run only where the CPU has AVX-512 F/BW/VL/DQ.

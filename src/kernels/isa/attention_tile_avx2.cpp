@@ -2,7 +2,6 @@
 #include <immintrin.h>
 
 #include <limits>
-#include <utility>
 
 #include "kernels/isa/attention_tile.h"
 #include "kernels/simd.h"
@@ -204,18 +203,15 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k
   }
 }
 
-template <typename T, int... kChunks>
-AttendTileFn<T> attend_tile_table_avx2(int64_t chunks, std::integer_sequence<int, kChunks...>) {
-  static constexpr AttendTileFn<T> table[] = {attend_tile_avx2<T, kChunks + 1>...};
-  return table[chunks - 1];
-}
+struct Tile {
+  template <typename T, int kChunks>
+  static constexpr AttendTileFn<T> run = attend_tile_avx2<T, kChunks>;
+};
 
 }  // namespace
 
 AttendTiles attend_tiles_avx2(int64_t head_dim) {
-  const int64_t chunks = head_dim / 8;
-  return {attend_tile_table_avx2<float>(chunks, std::make_integer_sequence<int, kMaxHeadDim / 8>{}),
-          attend_tile_table_avx2<uint16_t>(chunks, std::make_integer_sequence<int, kMaxHeadDim / 8>{})};
+  return attend_tiles_for<Tile, kMaxHeadDim / 8>(head_dim / 8);
 }
 
 }  // namespace dspark::kernels

@@ -2,7 +2,6 @@
 #include <immintrin.h>
 
 #include <limits>
-#include <utility>
 
 #include "kernels/isa/attention_tile.h"
 #include "kernels/simd.h"
@@ -222,18 +221,15 @@ void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows
   }
 }
 
-template <typename T, int... kChunks>
-AttendTileFn<T> attend_tile_table(int64_t chunks, std::integer_sequence<int, kChunks...>) {
-  static constexpr AttendTileFn<T> table[] = {attend_tile<T, kChunks + 1>...};
-  return table[chunks - 1];
-}
+struct Tile {
+  template <typename T, int kChunks>
+  static constexpr AttendTileFn<T> run = attend_tile<T, kChunks>;
+};
 
 }  // namespace
 
 AttendTiles attend_tiles_avx512(int64_t head_dim) {
-  const int64_t chunks = (head_dim + 15) / 16;
-  return {attend_tile_table<float>(chunks, std::make_integer_sequence<int, kMaxHeadDim / 16>{}),
-          attend_tile_table<uint16_t>(chunks, std::make_integer_sequence<int, kMaxHeadDim / 16>{})};
+  return attend_tiles_for<Tile, kMaxHeadDim / 16>((head_dim + 15) / 16);
 }
 
 }  // namespace dspark::kernels
