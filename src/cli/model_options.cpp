@@ -50,8 +50,9 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
       ->capture_default_str();
   cmd->add_flag("--reprofile", a.reprofile, "Measure the step-cost profile again (adaptive schedule)");
   cmd->add_flag("--no-confidence-adaptation", a.no_confidence_adaptation,
-                "Use the drafter's confidences as calibrated, instead of letting each request correct them by "
-                "its own verified drafts");
+                "Use the drafter's confidences as calibrated, instead of correcting them by what verified "
+                "drafts taught (per draft position and source over all requests; each request's own for repeat "
+                "lookup)");
   cmd->add_flag("--no-prefix-caching", a.no_prefix_caching,
                 "Compute every prompt in full instead of reusing the KV blocks of prefixes computed before");
 }

@@ -185,7 +185,7 @@ void Engine::propose_drafts() {
     r->drafts.clear();
     r->draft_probs = nullptr;
     r->draft_confidence = nullptr;
-    r->head_confidence.clear();
+    r->confidence.forget_round();
   }
   if (!proposer_) return;
   draft_requests_.clear();
@@ -240,15 +240,15 @@ void Engine::propose_drafts() {
     if (r.json) r.drafts.resize(r.json->valid_prefix_length(r.drafts));
     r.draft_probs = d.probs;
     r.draft_confidence = d.confidence;
-    if (d.confidence && d.confidence_from_head && options_.adapt_confidence) correct_confidence(r);
+    if (d.confidence && options_.adapt_confidence) correct_confidence(r, d);
   }
 }
 
-void Engine::correct_confidence(Request& r) {
-  r.head_confidence.assign(r.draft_confidence, r.draft_confidence + r.drafts.size());
-  r.corrected_confidence.resize(r.drafts.size());
-  r.confidence_offset.apply(r.head_confidence, r.corrected_confidence);
-  r.draft_confidence = r.corrected_confidence.data();
+void Engine::correct_confidence(Request& r, const Draft& d) {
+  r.draft_confidence = r.confidence
+                           .correct(confidence_calibrator_, d.confidence_source, r.options.sampling.greedy(),
+                                    std::span<const float>(d.confidence, r.drafts.size()))
+                           .data();
 }
 
 void Engine::choose_verified_lengths() {
@@ -317,10 +317,7 @@ void Engine::commit_step(std::span<const ScheduledRequest> scheduled, std::vecto
 }
 
 void Engine::record_round(Request& r, const OutputProcessor::Verdict& verdict, bool decoding_round) {
-  if (verdict.num_drafts > 0 && !r.head_confidence.empty()) {
-    r.confidence_offset.observe(std::span<const float>(r.head_confidence.data(), verdict.num_drafts),
-                                verdict.num_accepted);
-  }
+  r.confidence.observe(confidence_calibrator_, verdict.num_drafts, verdict.num_accepted);
   if (verdict.num_drafts > 0) {
     const std::span<const float> confidence = r.draft_confidence
                                                   ? std::span<const float>(r.draft_confidence, verdict.num_drafts)

@@ -58,8 +58,8 @@ struct EngineOptions {
   int64_t max_waiting = 1024;      // queue limit; add_request refuses beyond it
   bool enable_prefix_caching = true;  // share computed KV blocks between requests (engine/prefix_cache.h)
   SpecSchedule spec_schedule = SpecSchedule::kFixed;
-  // Each request corrects the drafter's confidences by its own verified rounds
-  // (spec/confidence_offset.h); off: the drafter's calibrated confidences as they are.
+  // Correct the drafter's confidences by what verified rounds taught
+  // (spec/confidence_calibrator.h); off: the drafter's calibrated confidences as they are.
   bool adapt_confidence = true;
   std::shared_ptr<const StepCostTable> step_cost;  // SPS(B); required for kAdaptive
 
@@ -131,9 +131,9 @@ class Engine {
          std::unique_ptr<Proposer>&& proposer, const KvPoolOptions& kv);
   void drop_cancelled(std::vector<RequestOutput>& outputs);
   void propose_drafts();
-  // Points the request's draft_confidence at its drafter confidences corrected by its own
-  // offset (EngineOptions::adapt_confidence).
-  void correct_confidence(Request& request);
+  // Points the request's draft_confidence at its draft's confidences as calibrated by
+  // verified rounds (EngineOptions::adapt_confidence).
+  void correct_confidence(Request& request, const Draft& draft);
   // kAdaptive: cut each decoding request's drafts to the prefix scheduler's length.
   void choose_verified_lengths();
   // After the forward: commit what each scheduled request computed, then show a
@@ -153,6 +153,7 @@ class Engine {
   OutputProcessor output_processor_;
   std::unique_ptr<DraftBudget> draft_budget_;  // kAdaptive only
   std::unique_ptr<JsonTokenMasker> json_masker_;  // built at the first json_object or json_schema request
+  ConfidenceCalibrator confidence_calibrator_;  // learned from every request's verified rounds
   SpecDecodeMetrics spec_metrics_;
   ScheduleMetrics schedule_metrics_;
   int64_t num_steps_ = 0;

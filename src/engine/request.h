@@ -19,7 +19,7 @@
 #include "model/block_allocator.h"
 #include "engine/generation.h"
 #include "engine/prefix_cache.h"
-#include "spec/confidence_offset.h"
+#include "spec/confidence_calibrator.h"
 #include "structured/json_constraint.h"
 #include "spec/spec_metrics.h"
 
@@ -63,9 +63,7 @@ struct Request {
   std::vector<int32_t> drafts;         // this step's drafts (copied from the proposer)
   const float* draft_probs = nullptr;  // [drafts, vocab] q, or null (one-hot)
   const float* draft_confidence = nullptr;  // [drafts] or null: what the schedule and metrics see
-  std::vector<float> head_confidence;  // [drafts] the drafter's own c_j, when confidence_offset corrects them
-  std::vector<float> corrected_confidence;  // [drafts] head_confidence after confidence_offset
-  ConfidenceOffset confidence_offset;  // learned from this request's rounds (EngineOptions::adapt_confidence)
+  RequestConfidence confidence;        // this round's corrected confidences (EngineOptions::adapt_confidence)
 
   std::unique_ptr<JsonConstraint> json;  // response_format json_object: the output as a JSON prefix
   SpecDecodeMetrics spec_metrics;

@@ -18,9 +18,12 @@ double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
 }  // namespace
 
-ConfidenceOffset::ConfidenceOffset(double prior_precision) : precision_(prior_precision) {
+ConfidenceOffset::ConfidenceOffset(double prior_precision, double max_precision)
+    : precision_(prior_precision), max_precision_(max_precision) {
   DSPARK_CHECK(prior_precision > 0 && std::isfinite(prior_precision),
                "ConfidenceOffset: prior precision must be positive and finite, got {}", prior_precision);
+  DSPARK_CHECK(max_precision >= prior_precision, "ConfidenceOffset: max precision {} below the prior's {}",
+               max_precision, prior_precision);
 }
 
 void ConfidenceOffset::apply(std::span<const float> confidence, std::span<float> out) const {
@@ -40,7 +43,7 @@ void ConfidenceOffset::observe(std::span<const float> confidence, int32_t num_ac
     gradient += (static_cast<int32_t>(j) < num_accepted ? 1.0 : 0.0) - p;
     curvature += p * (1.0 - p);
   }
-  precision_ += curvature;
+  precision_ = std::min(precision_ + curvature, max_precision_);
   offset_ += gradient / precision_;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 
 namespace dspark {
@@ -28,7 +29,10 @@ class ConfidenceOffset {
   // A prior worth about 10 observations near c = 0.5 (each adds c (1 - c) = 0.25).
   static constexpr double kDefaultPriorPrecision = 2.5;
 
-  explicit ConfidenceOffset(double prior_precision = kDefaultPriorPrecision);
+  // max_precision caps the accumulated precision, so that b keeps following a bias that
+  // drifts (later observations weigh as much as earlier ones once it is reached).
+  explicit ConfidenceOffset(double prior_precision = kDefaultPriorPrecision,
+                            double max_precision = std::numeric_limits<double>::infinity());
 
   // out[j] = σ(logit(confidence[j]) + b); out may alias confidence.
   void apply(std::span<const float> confidence, std::span<float> out) const;
@@ -40,7 +44,8 @@ class ConfidenceOffset {
 
  private:
   double offset_ = 0;  // b
-  double precision_;   // prior + Σ c'(1 - c') over the observations so far
+  double precision_;   // prior + Σ c'(1 - c') over the observations so far, at most max_precision_
+  double max_precision_;
 };
 
 }  // namespace dspark

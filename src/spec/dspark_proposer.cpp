@@ -112,6 +112,16 @@ KvPoolOptions kv_options(const DSparkProposerOptions& o, int64_t block) {
   return kv;
 }
 
+// Which kind of repeat lookup `num_drafts` drafts read from `match` are. Their survival
+// differs by kind (greedy, fixed K = 8, every eval prompt: the 8th draft survives in 90-97%
+// of full-tail wrapping lookups, 26-74% of shorter-tail ones read once).
+ConfidenceSource lookup_source(std::span<const int32_t> tokens, const TailMatch& match, int32_t num_drafts) {
+  const bool full_tail = match.length >= kRepeatMaxTail;
+  const bool wraps = match.end + num_drafts > static_cast<int64_t>(tokens.size());
+  if (full_tail) return wraps ? ConfidenceSource::kLookupFullTailWrapping : ConfidenceSource::kLookupFullTail;
+  return wraps ? ConfidenceSource::kLookupWrapping : ConfidenceSource::kLookup;
+}
+
 }  // namespace
 
 void DSparkProposerOptions::validate() const {
@@ -364,7 +374,7 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
                  s.num_observed, context);
     if (draft_by_repeat_lookup(r, s)) {
       drafts[i] = Draft{s.drafts, nullptr, heads_.has_confidence() ? s.confidence.data() : nullptr,
-                        /*confidence_from_head=*/false};
+                        lookup_source(r.tokens, s.repeat, static_cast<int32_t>(s.drafts.size()))};
       continue;
     }
     DSPARK_CHECK(context + block_ <= rope_.max_positions(), "slot {}: a block at position {} passes the context {}",

@@ -64,9 +64,10 @@
 
 namespace dspark {
 
-// The survival of repeat-lookup drafts (tail matches of 8 or more tokens), replaying the
-// eval sets' greedy rounds: 0.97-0.99 per position pooled over the four sets, 0.98 overall
-// (0.93-0.99 per set; docs/results.md).
+// The confidence of each repeat-lookup draft (tail matches of 8 or more tokens) before the
+// engine has verified any: their survival replaying the eval sets' greedy rounds, 0.97-0.99
+// per position pooled over the four sets (docs/results.md). The engine then learns each
+// kind's own (Draft::confidence_source, spec/confidence_calibrator.h).
 inline constexpr float kRepeatLookupConfidence = 0.98f;
 
 struct DSparkProposerOptions {

@@ -53,6 +53,20 @@ struct CommittedHiddenStates {
   std::span<const int32_t> tokens;
 };
 
+// Where a draft's confidences come from. Repeat lookup (DSparkProposerOptions::
+// repeat_lookup_min_match) drafts the continuation of an earlier occurrence of the tail; how
+// often that survives depends on the match: whether the tail matched the longest length
+// looked for (kRepeatMaxTail), and whether the continuation runs past the text's end and
+// wraps (a loop shorter than the drafts) or is text read once.
+enum class ConfidenceSource : uint8_t {
+  kHead,                     // the drafter's confidence head
+  kLookup,                   // repeat lookup, shorter tail, continuation read once
+  kLookupWrapping,           // shorter tail, continuation wraps
+  kLookupFullTail,           // full-length tail, read once
+  kLookupFullTailWrapping,   // full-length tail, wraps
+};
+inline constexpr int kNumConfidenceSources = 5;
+
 // What a proposer sees of one request this step.
 struct DraftRequest {
   int32_t slot = 0;                         // stable per-request index
@@ -69,11 +83,9 @@ struct Draft {
   std::span<const int32_t> tokens;          // [L], L <= max_drafts
   const float* probs = nullptr;             // [L, vocab] q, or null for one-hot drafts
   const float* confidence = nullptr;        // [L] c_j, or null
-  // Whether `confidence` comes from the drafter's confidence head, which each request
-  // corrects by its own verified rounds (spec/confidence_offset.h), or is a fixed estimate
-  // for drafts made another way (repeat lookup's), which the engine neither corrects nor
-  // learns from: its misses say nothing about the head, and its offset is not the head's.
-  bool confidence_from_head = true;
+  // What `confidence` estimates: the engine corrects each source by what verification
+  // taught about that source alone (spec/confidence_calibrator.h).
+  ConfidenceSource confidence_source = ConfidenceSource::kHead;
 };
 
 // How a drafter picks its draft at sequence position `position` (tokens.size() + j for

@@ -361,29 +361,32 @@ class SlowProposer final : public Proposer {
   double delay_;
 };
 
-// The self-drafter with every first draft wrong and every draft's confidence 0.9, as
-// coming from a confidence head or not (Draft::confidence_from_head).
-std::unique_ptr<Proposer> overconfident_self_drafter(bool from_head) {
+// The self-drafter with every first draft wrong and every draft's confidence 0.9, from the
+// given source (Draft::confidence_source).
+std::unique_ptr<Proposer> overconfident_self_drafter(ConfidenceSource source) {
   static const std::vector<float> confidence(8, 0.9f);
-  return std::make_unique<RewritingProposer>(self_drafter(), [from_head](std::vector<int32_t>& d) {
+  return std::make_unique<RewritingProposer>(self_drafter(), [source](std::vector<int32_t>& d) {
     if (!d.empty()) d[0] = (d[0] + 1) % 97;
-    return Draft{d, nullptr, confidence.data(), from_head};
+    return Draft{d, nullptr, confidence.data(), source};
   });
 }
 
-TEST(Engine, RequestsCorrectOnlyTheConfidenceHeadsConfidences) {
+TEST(Engine, VerifiedRoundsCorrectEveryConfidenceSource) {
   auto [ps, reference, model, tok] = greedy_case(4, 20);
-  auto predicted_first = [&](bool from_head) {
-    Engine engine(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
-                  overconfident_self_drafter(from_head));
+  auto predicted_first = [&](ConfidenceSource source, bool adapt) {
+    EngineOptions options{.max_running = 4, .max_batch_tokens = 64};
+    options.adapt_confidence = adapt;
+    Engine engine(*model, tok, options, overconfident_self_drafter(source));
     EXPECT_EQ(run_all(engine, ps, greedy(20)), reference);
     EXPECT_EQ(engine.spec_metrics().calibration_survived[0], 0);
     return engine.spec_metrics().predicted_survival(0);
   };
-  // Every round rejects the first draft: a head's 0.9 is corrected down by the request.
-  EXPECT_LT(predicted_first(true), 0.6);
-  // Confidences from elsewhere pass as they are, and their misses do not move the offset.
-  EXPECT_NEAR(predicted_first(false), 0.9, 1e-6);
+  // Every round rejects the first draft: the 0.9 of a head, and of a lookup, is corrected
+  // down by the rounds before.
+  EXPECT_LT(predicted_first(ConfidenceSource::kHead, true), 0.6);
+  EXPECT_LT(predicted_first(ConfidenceSource::kLookupWrapping, true), 0.6);
+  // Unless adaptation is off: the proposer's confidences pass as they are.
+  EXPECT_NEAR(predicted_first(ConfidenceSource::kHead, false), 0.9, 1e-6);
 }
 
 TEST(Engine, AdaptiveScheduleStopsDraftingWhenTheDrafterCostsMoreThanItSaves) {

@@ -1,6 +1,7 @@
 #include "spec/confidence_offset.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -74,9 +75,31 @@ TEST(ConfidenceOffset, SaturatedConfidencesStayFinite) {
   EXPECT_TRUE(out[0] >= 0.0f && out[0] <= 1.0f && out[1] >= 0.0f && out[1] <= 1.0f);
 }
 
+TEST(ConfidenceOffset, ACappedPrecisionFollowsABiasThatChanges) {
+  // 2,000 rounds of a head that is right, then 300 where its 0.75 survives half the time:
+  // uncapped, the 2,000 rounds' precision holds b near 0; capped, b moves to the new bias.
+  auto after_change = [](double max_precision) {
+    ConfidenceOffset offset(2.5, max_precision);
+    Rng rng(9);
+    const std::vector<float> head(4, 0.75f);
+    for (int r = 0; r < 2300; ++r) {
+      const double actual = r < 2000 ? 0.75 : 0.5;
+      int32_t accepted = 0;
+      while (accepted < 4 && rng.uniform() < actual) ++accepted;
+      offset.observe(head, accepted);
+    }
+    float out = 0;
+    offset.apply(std::span<const float>(&head[0], 1), std::span<float>(&out, 1));
+    return out;
+  };
+  EXPECT_NEAR(after_change(50.0), 0.5, 0.05);
+  EXPECT_GT(after_change(std::numeric_limits<double>::infinity()), 0.62);
+}
+
 TEST(ConfidenceOffset, RejectsBadInput) {
   EXPECT_THROW(ConfidenceOffset(0.0), Error);
   EXPECT_THROW(ConfidenceOffset(-1.0), Error);
+  EXPECT_THROW(ConfidenceOffset(2.0, 1.0), Error);
   ConfidenceOffset offset;
   EXPECT_THROW(offset.observe(std::vector<float>{0.5f}, 2), Error);
   EXPECT_THROW(offset.observe(std::vector<float>{0.5f}, -1), Error);

@@ -8,8 +8,8 @@
 // hands the verifier q computed from the base logits U_j (the Markov term left out of q)
 // must exceed the threshold — the statistic does see a q that is not the one drafted from.
 // The adaptive cases let the prefix scheduler cut the drafts by their confidences, which
-// each request corrects by its own earlier rounds (spec/confidence_offset.h): neither may
-// bias the output.
+// the engine corrects by earlier verified rounds (spec/confidence_calibrator.h): neither
+// may bias the output.
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
@@ -82,7 +82,7 @@ struct StatCase {
   Variant variant;
   float temperature;
   int32_t top_k;
-  bool adaptive = false;  // the prefix scheduler, with each request's confidence offset
+  bool adaptive = false;  // the prefix scheduler, with the engine's confidence calibration
 };
 
 void PrintTo(const StatCase& c, std::ostream* os) {
@@ -126,7 +126,7 @@ TEST_P(DSparkSampling, OutputDistributionEqualsTarget) {
   eo.max_batch_tokens = 128;
   if (param.adaptive) {
     // A step's cost grows 5% per token: with 16 requests a draft is worth verifying only
-    // above a survival of about 0.45, so the random head's confidences (and their offsets)
+    // above a survival of about 0.45, so the random head's confidences (as corrected)
     // decide the lengths.
     std::vector<double> sps;
     for (int64_t b = 1; b <= 128; ++b) sps.push_back(1.0 / (1.0 + 0.05 * static_cast<double>(b)));

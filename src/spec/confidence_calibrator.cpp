@@ -1,0 +1,63 @@
+#include "spec/confidence_calibrator.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace dspark {
+
+void ConfidenceCalibrator::calibrate(ConfidenceSource source, bool greedy, std::span<const float> confidence,
+                                     std::span<float> out) const {
+  DSPARK_CHECK(out.size() == confidence.size(), "ConfidenceCalibrator: {} outputs for {} confidences", out.size(),
+               confidence.size());
+  const std::vector<ConfidenceOffset>& g = offsets(source, greedy);
+  for (size_t j = 0; j < confidence.size(); ++j) {
+    if (j < g.size()) g[j].apply(confidence.subspan(j, 1), out.subspan(j, 1));
+    else out[j] = confidence[j];
+  }
+}
+
+void ConfidenceCalibrator::observe(ConfidenceSource source, bool greedy, std::span<const float> confidence,
+                                   int32_t num_accepted) {
+  DSPARK_CHECK(num_accepted >= 0 && num_accepted <= static_cast<int32_t>(confidence.size()),
+               "ConfidenceCalibrator: {} accepted of {} verified drafts", num_accepted, confidence.size());
+  std::vector<ConfidenceOffset>& g = offsets_[static_cast<size_t>(source)][greedy ? 1 : 0];
+  // Positions reached: every accepted draft and the first rejected one (if any), each one
+  // observation of its own position's offset.
+  const size_t reached = std::min(confidence.size(), static_cast<size_t>(num_accepted) + 1);
+  while (g.size() < reached) g.emplace_back(kPriorPrecision, kMaxPrecision);
+  for (size_t j = 0; j < reached; ++j) {
+    g[j].observe(confidence.subspan(j, 1), static_cast<int32_t>(j) < num_accepted ? 1 : 0);
+  }
+}
+
+double ConfidenceCalibrator::offset(ConfidenceSource source, bool greedy, int32_t position) const {
+  const std::vector<ConfidenceOffset>& g = offsets(source, greedy);
+  return position >= 0 && static_cast<size_t>(position) < g.size() ? g[static_cast<size_t>(position)].offset() : 0.0;
+}
+
+std::span<const float> RequestConfidence::correct(const ConfidenceCalibrator& calibrator, ConfidenceSource source,
+                                                  bool greedy, std::span<const float> proposed) {
+  active_ = true;
+  source_ = source;
+  greedy_ = greedy;
+  proposed_.assign(proposed.begin(), proposed.end());
+  calibrated_.resize(proposed.size());
+  corrected_.resize(proposed.size());
+  calibrator.calibrate(source, greedy, proposed_, calibrated_);
+  if (source == ConfidenceSource::kHead) return calibrated_;
+  lookup_offset_.apply(calibrated_, corrected_);
+  return corrected_;
+}
+
+void RequestConfidence::observe(ConfidenceCalibrator& calibrator, int32_t num_verified, int32_t num_accepted) {
+  if (!active_) return;
+  active_ = false;
+  DSPARK_CHECK(num_verified >= 0 && static_cast<size_t>(num_verified) <= proposed_.size(),
+               "RequestConfidence: {} drafts verified of {} corrected", num_verified, proposed_.size());
+  const auto n = static_cast<size_t>(num_verified);
+  calibrator.observe(source_, greedy_, std::span<const float>(proposed_).first(n), num_accepted);
+  if (source_ != ConfidenceSource::kHead) lookup_offset_.observe(std::span<const float>(calibrated_).first(n), num_accepted);
+}
+
+}  // namespace dspark
