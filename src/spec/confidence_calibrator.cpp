@@ -43,9 +43,9 @@ std::span<const float> RequestConfidence::correct(const ConfidenceCalibrator& ca
   greedy_ = greedy;
   proposed_.assign(proposed.begin(), proposed.end());
   calibrated_.resize(proposed.size());
-  corrected_.resize(proposed.size());
   calibrator.calibrate(source, greedy, proposed_, calibrated_);
   if (source == ConfidenceSource::kHead) return calibrated_;
+  corrected_.resize(proposed.size());
   lookup_offset_.apply(calibrated_, corrected_);
   return corrected_;
 }
