@@ -64,6 +64,23 @@ void print_calibration(const std::string& name, const SpecDecodeMetrics& m) {
   std::printf("%s\n", line.c_str());
 }
 
+// What the engine's calibrator learned by the end of the run (spec/confidence_calibrator.h).
+void print_learned_offsets(const ConfidenceCalibrator& calibrator) {
+  bool header = false;
+  for (int s = 0; s < kNumConfidenceSources; ++s) {
+    for (const bool greedy : {true, false}) {
+      const auto source = static_cast<ConfidenceSource>(s);
+      const int32_t n = calibrator.num_positions(source, greedy);
+      if (n == 0) continue;
+      if (!header) std::printf("\nconfidence offsets learned from verified rounds (logit, per draft position)\n");
+      header = true;
+      std::string line = fmt::format("{:<26} {:<8}", confidence_source_name(source), greedy ? "greedy" : "sampled");
+      for (int32_t j = 0; j < n; ++j) line += fmt::format(" {:+.2f}", calibrator.offset(source, greedy, j));
+      std::printf("%s\n", line.c_str());
+    }
+  }
+}
+
 nlohmann::json calibration_json(const SpecDecodeMetrics& m) {
   if (!m.has_calibration()) return nullptr;
   nlohmann::json predicted = nlohmann::json::array(), observed = nlohmann::json::array(),
@@ -177,6 +194,7 @@ void run_eval(EvalArgs& args) {
     std::printf("\nconfidence calibration: predicted survival prod(c_1..c_j) / observed (drafts 1..j accepted)\n");
     for (const std::string& name : order) print_calibration(name, domains[name].metrics);
     print_calibration("all", all);
+    print_learned_offsets(spec.confidence_calibrator());
   }
   if (!args.json_path.empty()) {
     std::ofstream(args.json_path) << nlohmann::json{{"speculator", args.speculator.speculator},

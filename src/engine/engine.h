@@ -123,6 +123,7 @@ class Engine {
   const Transformer& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   Proposer* proposer() { return proposer_.get(); }
+  const ConfidenceCalibrator& confidence_calibrator() const { return confidence_calibrator_; }
 
  private:
   // The proposer is taken by reference so that the KV options, computed from it first,

@@ -6,6 +6,17 @@
 
 namespace dspark {
 
+std::string_view confidence_source_name(ConfidenceSource source) {
+  switch (source) {
+    case ConfidenceSource::kHead: return "head";
+    case ConfidenceSource::kLookup: return "lookup";
+    case ConfidenceSource::kLookupWrapping: return "lookup wrapping";
+    case ConfidenceSource::kLookupFullTail: return "lookup full tail";
+    case ConfidenceSource::kLookupFullTailWrapping: return "lookup full tail wrapping";
+  }
+  return "?";
+}
+
 void ConfidenceCalibrator::calibrate(ConfidenceSource source, bool greedy, std::span<const float> confidence,
                                      std::span<float> out) const {
   DSPARK_CHECK(out.size() == confidence.size(), "ConfidenceCalibrator: {} outputs for {} confidences", out.size(),

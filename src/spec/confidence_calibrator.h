@@ -28,12 +28,16 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "spec/confidence_offset.h"
 #include "spec/proposer.h"
 
 namespace dspark {
+
+// "head", "lookup", "lookup wrapping", "lookup full tail", "lookup full tail wrapping".
+std::string_view confidence_source_name(ConfidenceSource source);
 
 class ConfidenceCalibrator {
  public:
@@ -51,6 +55,10 @@ class ConfidenceCalibrator {
 
   // g_{source, greedy, j} (0 for a position never verified).
   double offset(ConfidenceSource source, bool greedy, int32_t position) const;
+  // Positions j with an offset learned (verified at least once): 0..n-1.
+  int32_t num_positions(ConfidenceSource source, bool greedy) const {
+    return static_cast<int32_t>(offsets(source, greedy).size());
+  }
 
  private:
   const std::vector<ConfidenceOffset>& offsets(ConfidenceSource source, bool greedy) const {
