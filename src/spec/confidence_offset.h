@@ -30,7 +30,8 @@ class ConfidenceOffset {
   static constexpr double kDefaultPriorPrecision = 2.5;
 
   // max_precision caps the accumulated precision, so that b keeps following a bias that
-  // drifts (later observations weigh as much as earlier ones once it is reached).
+  // drifts: once the cap is reached every observation moves b by a step of the same size,
+  // and older ones fade (an exponential memory instead of an ever-growing average).
   explicit ConfidenceOffset(double prior_precision = kDefaultPriorPrecision,
                             double max_precision = std::numeric_limits<double>::infinity());
 
