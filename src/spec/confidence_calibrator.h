@@ -16,9 +16,10 @@
 //    is capped so that g follows traffic that changes.
 //  - RequestConfidence, one per request: for repeat lookup, the request's own offset on top
 //    (spec/confidence_offset.h): a loop either holds in a request or it does not. The head's
-//    drafts get none: replaying the eval sets' rounds, a per-request offset on top of the
-//    engine's made the pooled survival worse on 10 of 12 measures (its noise pulls
-//    confident predictions down), docs/results.md.
+//    drafts get none: replaying the eval and held-out sets' rounds, a per-request offset on
+//    top of the engine's made the pooled survival worse on 9 of 12 measures, better only on
+//    the two 30-problem AIME sets (its noise pulls confident predictions down);
+//    docs/results.md.
 //
 // Lossless: every correction depends only on verdicts of rounds already verified, fixed
 // before this round's drafts exist, so the prefix scheduler still admits each draft from its
