@@ -12,7 +12,6 @@
 namespace dspark::kernels {
 namespace {
 
-constexpr int64_t kPrefetchChunks = 8;
 constexpr int kMaxRows = 2;  // 2 rows x 2 halves: 4 int32 sums + 4 f32 sums (of 16 ymm)
 // Unlike the other kernels, each 2-row tile runs over all of k on its own (no row spans,
 // kernels/isa/row_spans.h): at 9 rows this kernel is bound by its multiply-adds, not by the
@@ -83,10 +82,9 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
-    const uint8_t* ahead = rec + kPrefetchChunks * record_bytes + b * kInt8BlockBytes;
-    if constexpr (kRows > 1)
-      for (int64_t line = 0; line < kInt8BlockBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+    const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes + b * kInt8BlockBytes;
+    for (int64_t line = 0; line < kInt8BlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec + b * kInt8BlockBytes;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b * kInt8Block;
     __m256i dot[kRows][2];

@@ -16,8 +16,6 @@
 namespace dspark::kernels {
 namespace {
 
-constexpr int64_t kPrefetchChunks = 8;
-
 // kRows rows x kBlocks blocks from block b0 over chunks [ch0, ch1). With 16 registers only
 // the integer sums of one chunk stay in registers (kRows x kBlocks x 2 halves, plus the
 // weight vectors and a broadcast); the f32 sums live in partial ([kRows][32], in L1), one
@@ -36,12 +34,10 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
       std::memset(block_sums + r * kInt8Group, 0, kBlocks * kInt8Block * sizeof(float));
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
-    // As in the VNNI kernel: the weights stream once per call, so ask ahead (several rows only).
-    if constexpr (kRows > 1) {
-      const uint8_t* ahead = rec + kPrefetchChunks * record_bytes + b0 * kInt8BlockBytes;
-      for (int64_t line = 0; line < kBlocks * kInt8BlockBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
-    }
+    // As in the VNNI kernel: the weights stream once per call, so ask ahead.
+    const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes + b0 * kInt8BlockBytes;
+    for (int64_t line = 0; line < kBlocks * kInt8BlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec + b0 * kInt8BlockBytes;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b0 * kInt8Block;
     __m256i dot[kRows][kBlocks * 2];  // [row][block x half]
