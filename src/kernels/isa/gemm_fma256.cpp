@@ -75,12 +75,12 @@ void tile(const float* x, int64_t ldx, const W* w, int64_t chunk_stride, int64_t
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const W* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
-    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead
-    // (tiles of several rows only; at one row the hardware prefetcher keeps up).
+    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead,
+    // at one row too (measured on Zen 5: bf16 decoding 10-35% faster than with the hardware
+    // prefetcher alone, unlike the dpbf16 kernel's, where it gains nothing).
     const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
-    if constexpr (kRows > 1)
-      for (int64_t line = 0; line < kBf16TileElems * int64_t{sizeof(W)}; line += 64)
-        _mm_prefetch(ahead + line, _MM_HINT_T0);
+    for (int64_t line = 0; line < kBf16TileElems * int64_t{sizeof(W)}; line += 64)
+      _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
       // Both halves' weights first, then each row's two broadcasts feed all four FMAs: every
       // accumulator stays in a register (with the halves in the outer loop GCC spilled
