@@ -41,6 +41,7 @@ EngineLoop::EngineLoop(Transformer& model, const Tokenizer& tokenizer, const Eng
   stats_.spec = engine_->spec_metrics();
   stats_.engine = engine_->stats();
   stats_.schedule = engine_->schedule_metrics();
+  stats_.confidence = engine_->confidence_calibrator();  // reuses the vectors' memory after the first rounds
   if (engine_->step_cost()) stats_.step_cost = engine_->step_cost()->values();
   taken_.reserve(16);
   running_.reserve(static_cast<size_t>(max_running_ + options_.max_waiting + 1));
@@ -257,6 +258,7 @@ void EngineLoop::publish_stats() {
   stats_.engine = engine_->stats();
   stats_.spec = engine_->spec_metrics();
   stats_.schedule = engine_->schedule_metrics();
+  stats_.confidence = engine_->confidence_calibrator();  // reuses the vectors' memory after the first rounds
   stats_.in_flight = in_flight;
 }
 

@@ -35,6 +35,7 @@
 #include "core/check.h"
 #include "engine/engine.h"
 #include "engine/request_stream.h"
+#include "spec/confidence_calibrator.h"
 
 namespace dspark {
 
@@ -72,6 +73,7 @@ struct EngineLoopStats {
   SpecDecodeMetrics spec;            // all requests so far
   ScheduleMetrics schedule;          // verified lengths chosen, predicted vs realized acceptance
   std::vector<double> step_cost;     // SPS(B) for B = 1.. (adaptive schedule), else empty
+  ConfidenceCalibrator confidence;   // draft confidence offsets learned from verified rounds
   std::array<int64_t, 5> finished{};  // per FinishReason (indexed by its value)
   int64_t num_rejected = 0;          // refused by submit() (queue full)
   int64_t prompt_tokens = 0;         // of finished requests

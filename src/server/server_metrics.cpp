@@ -65,6 +65,21 @@ std::string ServerMetrics::render(const EngineLoopStats& s) const {
     w.sample("dspark:spec_decode_num_accepted_tokens_per_pos", static_cast<double>(s.spec.accepted_per_position[i]),
              {{"position", std::to_string(i)}});
   }
+  w.family("dspark:spec_decode_confidence_offset",
+           "Logit offset the engine learned for draft confidences from verified rounds, per confidence source, "
+           "request kind and draft position (0: the drafter's own calibration holds).",
+           "gauge");
+  for (int source = 0; source < kNumConfidenceSources; ++source) {
+    const auto src = static_cast<ConfidenceSource>(source);
+    for (const bool greedy : {true, false}) {
+      for (int32_t j = 0; j < s.confidence.num_positions(src, greedy); ++j) {
+        w.sample("dspark:spec_decode_confidence_offset", s.confidence.offset(src, greedy, j),
+                 {{"source", std::string(confidence_source_name(src))},
+                  {"requests", greedy ? "greedy" : "sampled"},
+                  {"position", std::to_string(j)}});
+      }
+    }
+  }
 
   w.gauge("dspark:num_requests_running", "Requests holding KV blocks.", static_cast<double>(s.engine.num_running));
   w.gauge("dspark:num_requests_waiting", "Requests queued for admission (including not yet scheduled ones).",

@@ -6,6 +6,8 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -73,6 +75,8 @@ EngineLoopStats sample_stats() {
   s.schedule.forward_seconds = 2.5;
   s.schedule.draft_seconds = 0.75;
   s.schedule.context_seconds = 0.25;
+  // Greedy head drafts whose first two survive every round: offsets learned at positions 0-1.
+  for (int i = 0; i < 4; ++i) s.confidence.observe(ConfidenceSource::kHead, true, std::vector<float>{0.5f, 0.5f}, 2);
   return s;
 }
 
@@ -118,6 +122,7 @@ TEST(ServerMetrics, PageIsWellFormedAndComplete) {
   }
   for (const char* name : {"dspark:spec_decode_num_drafts", "dspark:spec_decode_num_draft_tokens",
                            "dspark:spec_decode_num_accepted_tokens", "dspark:spec_decode_num_accepted_tokens_per_pos",
+                           "dspark:spec_decode_confidence_offset",
                            "dspark:num_requests_running", "dspark:num_requests_waiting", "dspark:kv_cache_blocks_used",
                            "dspark:kv_cache_blocks_total", "dspark:num_preemptions", "dspark:num_requests_finished",
                            "dspark:time_to_first_token_seconds", "dspark:time_per_output_token_seconds",
@@ -133,6 +138,19 @@ TEST(ServerMetrics, PageIsWellFormedAndComplete) {
   EXPECT_EQ(values["dspark:spec_decode_num_accepted_tokens_per_pos{position=\"0\"}"], 2);
   EXPECT_EQ(values["dspark:spec_decode_num_accepted_tokens_per_pos{position=\"1\"}"], 2);
   EXPECT_EQ(values["dspark:spec_decode_num_accepted_tokens_per_pos{position=\"2\"}"], 0);
+  const EngineLoopStats stats = sample_stats();
+  for (int32_t j = 0; j < 2; ++j) {
+    const std::string key = "dspark:spec_decode_confidence_offset{source=\"head\",requests=\"greedy\",position=\"" +
+                            std::to_string(j) + "\"}";
+    ASSERT_TRUE(values.contains(key)) << key;
+    EXPECT_GT(values[key], 0.5);  // survival 1 where 0.5 was predicted: the offset is positive
+    EXPECT_NEAR(values[key], stats.confidence.offset(ConfidenceSource::kHead, true, j), 1e-9);
+  }
+  for (const auto& [key, value] : values) {  // nothing for positions, sources or kinds never verified
+    if (key.starts_with("dspark:spec_decode_confidence_offset")) {
+      EXPECT_TRUE(key.find("source=\"head\",requests=\"greedy\"") != std::string::npos) << key;
+    }
+  }
   EXPECT_EQ(values["dspark:num_requests_running"], 2);
   EXPECT_EQ(values["dspark:num_requests_waiting"], 3);
   EXPECT_EQ(values["dspark:kv_cache_blocks_used"], 7);
