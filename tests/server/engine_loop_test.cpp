@@ -1,8 +1,11 @@
 // EngineLoop on stories260K: requests submitted from many threads produce exactly the
 // offline outputs; cancellation frees KV blocks; the queue limit refuses the excess;
-// shutdown cancels what is left and joins; invalid requests are refused at submit.
+// shutdown cancels what is left and joins; invalid requests are refused at submit; the
+// published stats carry the confidence offsets the engine learned.
 #include "engine/engine_loop.h"
 
+#include <array>
+#include <span>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -98,6 +101,38 @@ TEST(EngineLoop, ConcurrentSubmittersGetOfflineOutputs) {
   EXPECT_EQ(stats.engine.kv_blocks_used, 0);
   EXPECT_EQ(stats.in_flight, 0);
   EXPECT_GT(stats.spec.num_drafts, 0);
+}
+
+// Drafts <unk> (token 0, which greedy stories260K never emits) with confidence 0.9, so every
+// round rejects a draft the drafter was sure of.
+class SureButWrongProposer final : public Proposer {
+ public:
+  ProposerCapabilities capabilities() const override { return {}; }
+  int32_t num_speculative_tokens() const override { return 1; }
+  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override {
+    for (size_t i = 0; i < requests.size(); ++i)
+      drafts[i] = requests[i].max_drafts > 0 ? Draft{kToken, nullptr, kConfidence.data()} : Draft{};
+  }
+
+ private:
+  static constexpr std::array<int32_t, 1> kToken{0};
+  static constexpr std::array<float, 1> kConfidence{0.9f};
+};
+
+TEST(EngineLoop, StatsCarryTheConfidenceOffsetsTheEngineLearned) {
+  Stories s;
+  EngineLoop loop(*s.model, *s.tokenizer, engine_options(2), std::make_unique<SureButWrongProposer>());
+  auto stream = loop.submit(s.tokenizer->encode("Once upon a time", true), greedy_options(20));
+  EXPECT_EQ(collect(*stream).tokens.size(), 20u);
+  ASSERT_TRUE(loop.drain(std::chrono::milliseconds(1000)));
+  const EngineLoopStats stats = loop.stats();
+  EXPECT_GE(stats.spec.num_drafts, 10);
+  EXPECT_EQ(stats.spec.num_accepted_tokens, 0);
+  // One position verified, by greedy requests, from the head's confidences: its offset
+  // has pulled the 0.9 far down; nothing else was learned.
+  ASSERT_EQ(stats.confidence.num_positions(ConfidenceSource::kHead, true), 1);
+  EXPECT_LT(stats.confidence.offset(ConfidenceSource::kHead, true, 0), -1.0);
+  EXPECT_EQ(stats.confidence.num_positions(ConfidenceSource::kHead, false), 0);
 }
 
 TEST(EngineLoop, CancelFreesBlocksAndFinishesTheStream) {
