@@ -38,10 +38,7 @@ EngineLoop::EngineLoop(Transformer& model, const Tokenizer& tokenizer, const Eng
       max_running_(engine_options.max_running),
       has_speculator_(proposer != nullptr) {
   engine_ = std::make_unique<Engine>(model, tokenizer, with_queue_room(engine_options, options_), std::move(proposer));
-  stats_.spec = engine_->spec_metrics();
-  stats_.engine = engine_->stats();
-  stats_.schedule = engine_->schedule_metrics();
-  stats_.confidence = engine_->confidence_calibrator();  // reuses the vectors' memory after the first rounds
+  publish_stats();
   if (engine_->step_cost()) stats_.step_cost = engine_->step_cost()->values();
   taken_.reserve(16);
   running_.reserve(static_cast<size_t>(max_running_ + options_.max_waiting + 1));

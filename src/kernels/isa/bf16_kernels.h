@@ -29,6 +29,14 @@ inline constexpr int64_t kBf16TileElems = kBf16ChunkPairs * kBf16Block * 2;  // 
 // costs more than it saves.
 inline constexpr int64_t kParallelMinMacs = int64_t{1} << 17;
 
+// Whether an FMA tile (gemm_fma256 / gemm_fma512, whose packed weights are bf16 or f32) of
+// `rows` rows asks for its weights ahead (_mm_prefetch): weights stream from memory once per
+// call, so several rows always do. One row of bf16 weights does too, f32 does not: measured
+// on Zen 5, bf16 decoding 12-40% faster than with the hardware prefetcher alone, f32 about
+// 8% slower (the dpbf16 kernel's one row gains nothing either, and does not ask). static:
+// each ISA's translation unit compiles its own copy.
+static constexpr bool fma_tile_prefetches(int rows, int64_t weight_bytes) { return rows > 1 || weight_bytes == 2; }
+
 // static: each ISA's translation unit keeps its own copy (no cross-ISA inline merging).
 static inline int64_t bf16_blocks_in_group(int64_t group, int64_t out) {
   const int64_t remaining = out - group * kBf16Group;

@@ -75,12 +75,9 @@ void tile(const float* x, int64_t ldx, const W* w, int64_t chunk_stride, int64_t
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const W* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
-    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead.
-    // One row of bf16 weights asks too, f32 ones do not (measured on Zen 5: bf16 decoding
-    // 12-40% faster than with the hardware prefetcher alone, f32 about 8% slower; the
-    // dpbf16 kernel's one row gains nothing either).
+    // Ask for the chunk kPrefetchChunks ahead (fma_tile_prefetches says when).
     const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
-    if constexpr (kRows > 1 || sizeof(W) == 2)
+    if constexpr (fma_tile_prefetches(kRows, sizeof(W)))
       for (int64_t line = 0; line < kBf16TileElems * int64_t{sizeof(W)}; line += 64)
         _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {

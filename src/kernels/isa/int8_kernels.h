@@ -44,7 +44,9 @@ struct PackedInt8View {
 // tile's arithmetic per chunk, so it asks twice as far ahead (16 measured better than 8 and
 // 32): on Zen 5 (no AMX), int8 decoding 2-15% faster with vnni512 and 15-40% with avxvnni
 // and avx2 than with the hardware prefetcher alone, which the kernels relied on at one row.
-constexpr int64_t int8_prefetch_chunks(int rows) { return rows == 1 ? 16 : 8; }
+// static: each ISA's translation unit compiles its own copy (kernels/isa/ objects share no
+// inline symbols).
+static constexpr int64_t int8_prefetch_chunks(int rows) { return rows == 1 ? 16 : 8; }
 
 // Below this many multiply-adds a product stays on the calling thread.
 inline constexpr int64_t kInt8ParallelMinMacs = int64_t{1} << 17;
