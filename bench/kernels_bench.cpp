@@ -171,6 +171,8 @@ void small_m_args(benchmark::internal::Benchmark* b) {
     for (int64_t stream : {0, 1})
       for (int64_t m = 1; m <= 16; ++m) b->Args({kind, 3072, 512, m, stream});
   for (int64_t m = 1; m <= 10; ++m) b->Args({1, 512, 256, m, 0});
+  for (int64_t kind : {3, 5, 8})  // the DSpark Markov head's W2 (vocabulary x rank 64), one row per draft position
+    for (int64_t stream : {0, 1}) b->Args({kind, 8192, 64, 1, stream});
 }
 BENCHMARK(BM_Linear)->Name("BM_LinearSmallM")->Apply(small_m_args)->MinTime(0.2)->UseRealTime()->ComputeStatistics("min", min_of);
 

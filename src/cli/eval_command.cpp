@@ -43,6 +43,7 @@ struct DomainStats {
   // Where the speculative runs' step time went (ScheduleMetrics): target forwards, the
   // drafter's propose() and its context upkeep (observe / catch_up).
   double forward_s = 0, draft_s = 0, context_s = 0;
+  std::vector<double> stage_s;  // draft_s by the proposer's stages (Proposer::stage_seconds)
   SpecDecodeMetrics metrics;
 
   double spec_tps() const { return spec_decode_s > 0 ? spec_tokens / spec_decode_s : 0; }
@@ -93,6 +94,35 @@ nlohmann::json calibration_json(const SpecDecodeMetrics& m) {
   return {{"predicted_survival", predicted}, {"observed_survival", observed}, {"rounds", rounds}};
 }
 
+nlohmann::json stage_json(const std::vector<ProposerStage>& stages, const std::vector<double>& seconds) {
+  nlohmann::json json = nlohmann::json::object();
+  for (size_t k = 0; k < stages.size(); ++k) json[stages[k].name] = seconds[k];
+  return json;
+}
+
+// The drafter's propose() time per round with drafts, by stage.
+void print_stages(const std::vector<ProposerStage>& stages, const std::vector<std::string>& order,
+                  const std::map<std::string, DomainStats>& domains) {
+  std::string header = "\ndrafter propose() per round with drafts, by stage (ms):";
+  for (size_t k = 0; k < stages.size(); ++k) header += fmt::format("{}{}", k == 0 ? " " : " | ", stages[k].name);
+  std::printf("%s\n", header.c_str());
+  std::vector<double> all(stages.size());
+  int64_t all_rounds = 0;
+  auto line = [&](const std::string& name, const std::vector<double>& seconds, int64_t rounds) {
+    if (rounds == 0) return;
+    std::string text = fmt::format("{:<14}", name);
+    for (size_t k = 0; k < seconds.size(); ++k) text += fmt::format("{}{:8.3f}", k == 0 ? " " : " | ", 1e3 * seconds[k] / rounds);
+    std::printf("%s\n", text.c_str());
+  };
+  for (const std::string& name : order) {
+    const DomainStats& d = domains.at(name);
+    line(name, d.stage_s, d.metrics.num_drafts);
+    for (size_t k = 0; k < all.size(); ++k) all[k] += d.stage_s[k];
+    all_rounds += d.metrics.num_drafts;
+  }
+  line("all", all, all_rounds);
+}
+
 void run_eval(EvalArgs& args) {
   DSPARK_CHECK(!args.datasets.empty(), "give at least one --dataset");
   Assembly loaded = assemble(args.model, args.speculator, 1);
@@ -100,6 +130,13 @@ void run_eval(EvalArgs& args) {
   Engine plain(*loaded.target, *loaded.tokenizer, engine_options(args.model, 1));
   const bool speculative = spec.proposer() != nullptr;
   const int32_t num_spec_tokens = speculative ? spec.proposer()->num_speculative_tokens() : 0;
+  // The proposer's propose() stages, when it breaks its time down.
+  const std::vector<ProposerStage> stages = speculative ? spec.proposer()->stage_seconds() : std::vector<ProposerStage>{};
+  auto stage_seconds_now = [&] {
+    std::vector<double> seconds;
+    for (const ProposerStage& stage : spec.proposer()->stage_seconds()) seconds.push_back(stage.seconds);
+    return seconds;
+  };
   // Greedy and seeded (position-keyed) runs must give the plain run's tokens exactly.
   const bool reproducible = args.gen.sampling.greedy() || args.gen.sampling.position_keyed;
 
@@ -118,7 +155,8 @@ void run_eval(EvalArgs& args) {
       }
       if (!domains.contains(p.domain)) {
         order.push_back(p.domain);
-        domains.emplace(p.domain, DomainStats{.metrics = SpecDecodeMetrics(num_spec_tokens)});
+        domains.emplace(p.domain, DomainStats{.stage_s = std::vector<double>(stages.size()),
+                                              .metrics = SpecDecodeMetrics(num_spec_tokens)});
       }
       if (!warmed_up) {
         warm_up(spec, ids);
@@ -127,7 +165,12 @@ void run_eval(EvalArgs& args) {
       }
       DomainStats& d = domains[p.domain];
       const ScheduleMetrics before = spec.schedule_metrics();
+      const std::vector<double> stages_before = stages.empty() ? std::vector<double>{} : stage_seconds_now();
       const GenerationResult s = generate_one(spec, ids, args.gen);
+      if (!stages.empty()) {
+        const std::vector<double> stages_after = stage_seconds_now();
+        for (size_t k = 0; k < stages.size(); ++k) d.stage_s[k] += stages_after[k] - stages_before[k];
+      }
       add_run(s, d.spec_tokens, d.spec_decode_s, d.spec_total_s);
       const ScheduleMetrics& after = spec.schedule_metrics();
       d.forward_s += after.forward_seconds - before.forward_seconds;
@@ -168,7 +211,7 @@ void run_eval(EvalArgs& args) {
                     {"speedup", speedup}, {"greedy_mismatches", d.mismatches},
                     {"spec_total_s", d.spec_total_s}, {"plain_total_s", d.plain_total_s},
                     {"target_forward_s", d.forward_s}, {"drafter_propose_s", d.draft_s},
-                    {"drafter_context_s", d.context_s},
+                    {"drafter_context_s", d.context_s}, {"drafter_stage_s", stage_json(stages, d.stage_s)},
                     {"calibration", calibration_json(d.metrics)}});
   }
   std::printf("%-14s %7s %6.3f\n", "all", "", all.mean_acceptance_length());
@@ -189,6 +232,7 @@ void run_eval(EvalArgs& args) {
       rounds += d.metrics.num_drafts;
     }
     line("all", forward, drafter, rounds);
+    if (!stages.empty()) print_stages(stages, order, domains);
   }
   if (all.has_calibration()) {
     std::printf("\nconfidence calibration: predicted survival prod(c_1..c_j) / observed (drafts 1..j accepted)\n");

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "kernels/norm.h"
 #include "model/fused_linear.h"
 #include "model/rope_frequencies.h"
@@ -397,7 +398,9 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
     }
   }
   if (active_.empty()) return;
+  const double start = now_seconds();
   run_backbone(row);
+  const double backbone_end = now_seconds();
 
   // The LM heads over the rows that produce drafts only (the costliest matmuls): one batched
   // product per draft vocabulary, over the requests drafting from it.
@@ -415,7 +418,12 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
     }
     if (logit_row > first) head->project(lm_in_.data() + static_cast<int64_t>(first) * hidden_, first, logit_row - first);
   }
+  const double heads_end = now_seconds();
   draft_sequentially(requests);
+  const double end = now_seconds();
+  stage_seconds_[0] += backbone_end - start;
+  stage_seconds_[1] += heads_end - backbone_end;
+  stage_seconds_[2] += end - heads_end;
   for (const Active& a : active_) {
     const SlotState& s = slots_[a.slot];
     drafts[a.request] = Draft{s.drafts, s.probs.data(), heads_.has_confidence() ? s.confidence.data() : nullptr};
@@ -485,6 +493,10 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
       s.drafts.push_back(token);
     }
   }
+}
+
+std::vector<ProposerStage> DSparkProposer::stage_seconds() const {
+  return {{"backbone", stage_seconds_[0]}, {"heads", stage_seconds_[1]}, {"sequential", stage_seconds_[2]}};
 }
 
 DSparkProposer::Inspection DSparkProposer::inspect(size_t request) const {

@@ -40,6 +40,7 @@
 // give the drafter exactly the target's values and kernel. Per-step work allocates nothing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -144,6 +145,11 @@ class DSparkProposer final : public Proposer {
   };
   Inspection inspect(size_t request) const;
 
+  // propose()'s three stages: "backbone" (the drafter layers over every drafting block),
+  // "heads" (the LM heads over the rows that draft), "sequential" (position by position:
+  // Markov term, transform, draw, confidence).
+  std::vector<ProposerStage> stage_seconds() const override;
+
  private:
   struct SlotState {
     BlockTable blocks;
@@ -222,6 +228,7 @@ class DSparkProposer final : public Proposer {
   std::vector<const int32_t*> block_tables_;  // [max_running]
   std::vector<float> lm_in_;          // [max_block_rows, hidden]
   std::vector<Active> active_;        // [max_running]
+  std::array<double, 3> stage_seconds_{};  // seconds in propose()'s stages (stage_seconds())
   std::vector<int32_t> active_of_request_;  // [max_running] index into active_, or -1
   std::vector<int32_t> markov_prev_;  // [max_running]
   std::vector<float*> markov_rows_;   // [max_running] logits rows the Markov term goes to

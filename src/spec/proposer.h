@@ -99,6 +99,13 @@ inline int32_t draw_draft(const float* q, int64_t vocab, const SamplingParams& s
   return sample_from_probs(q, vocab, rng->uniform());
 }
 
+// Seconds a proposer's propose() calls have spent in one of its stages, summed since it
+// was built (for measurement: dspark eval). name is a static string.
+struct ProposerStage {
+  const char* name;
+  double seconds;
+};
+
 class Proposer {
  public:
   virtual ~Proposer() = default;
@@ -119,6 +126,9 @@ class Proposer {
   // propose() does it too; the engine calls this first so that the time counts as
   // context work, not drafting.
   virtual void catch_up(std::span<const DraftRequest> requests) {}
+  // The stages of propose() and the time spent in each so far, in the order they run
+  // (empty for a proposer that does not break its work down).
+  virtual std::vector<ProposerStage> stage_seconds() const { return {}; }
 };
 
 }  // namespace dspark

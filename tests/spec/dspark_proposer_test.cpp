@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/rng.h"
 #include "loader/safetensors.h"
 #include "spec/draft_vocab.h"
@@ -526,6 +527,42 @@ TEST(DSparkProposer, MaxDraftsLimitsTheOutputNotTheBlock) {
   p->propose({&zero, 1}, {&none, 1});
   EXPECT_TRUE(none.tokens.empty());
   EXPECT_TRUE(p->inspect(0).logits.empty());
+}
+
+// stage_seconds: propose()'s three stages in the order they run, each adding only the time
+// of the calls that draft (so at most their wall time), nothing for a call that does not.
+TEST(DSparkProposer, StageSecondsAddUpWhatProposeSpends) {
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  auto p = make_proposer(s, DType::kF32);
+  const std::vector<ProposerStage> fresh = p->stage_seconds();
+  ASSERT_EQ(fresh.size(), 3u);
+  EXPECT_STREQ(fresh[0].name, "backbone");
+  EXPECT_STREQ(fresh[1].name, "heads");
+  EXPECT_STREQ(fresh[2].name, "sequential");
+  for (const ProposerStage& stage : fresh) EXPECT_EQ(stage.seconds, 0.0);
+
+  const SamplingParams sp = greedy_params();
+  observe(*p, 0, random_context(s, 6, 31), 0, 6);
+  const auto tokens = random_tokens(7, 32);
+  Draft draft;
+  double wall = 0;
+  for (int round = 0; round < 3; ++round) {
+    const DraftRequest r{0, tokens, &sp, nullptr, 4};
+    const double start = now_seconds();
+    p->propose({&r, 1}, {&draft, 1});
+    wall += now_seconds() - start;
+  }
+  const std::vector<ProposerStage> after = p->stage_seconds();
+  double total = 0;
+  for (const ProposerStage& stage : after) {
+    EXPECT_GT(stage.seconds, 0.0) << stage.name;
+    total += stage.seconds;
+  }
+  EXPECT_LE(total, wall);
+
+  const DraftRequest none{0, tokens, &sp, nullptr, 0};
+  p->propose({&none, 1}, {&draft, 1});
+  for (size_t k = 0; k < after.size(); ++k) EXPECT_EQ(p->stage_seconds()[k].seconds, after[k].seconds);
 }
 
 // confidence_repeat_shifts: a greedy request's c_j moves by the agree shift while drafts
