@@ -1,9 +1,11 @@
 #include "spec/draft_vocab_head.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
 #include "kernels/elementwise.h"
+#include "kernels/sampling.h"
 #include "spec/draft_vocab.h"
 
 namespace dspark {
@@ -14,6 +16,7 @@ DraftVocabHead::DraftVocabHead(Linear lm_head, std::unique_ptr<Linear> markov_w2
     : lm_head_(std::move(lm_head)),
       markov_w2_(std::move(markov_w2)),
       to_target_(std::move(to_target)),
+      ascending_(std::is_sorted(to_target_.begin(), to_target_.end())),
       size_(lm_head_.out_features()),
       target_vocab_(target_vocab),
       logits_(max_rows * size_),
@@ -47,9 +50,23 @@ const float* DraftVocabHead::target_row(int64_t r) {
   return out;
 }
 
-std::span<const float> DraftVocabHead::target_rows(int64_t first, int64_t count) const {
+std::span<const float> DraftVocabHead::target_rows(int64_t first, int64_t count) {
+  for (int64_t r = first; r < first + count; ++r) target_row(r);  // (greedy drafting skips the scatter)
   const std::vector<float>& rows = to_target_.empty() ? logits_ : target_logits_;
   return {rows.data() + first * target_vocab_, static_cast<size_t>(count * target_vocab_)};
+}
+
+int32_t DraftVocabHead::greedy_token(int64_t r) const {
+  const float* x = logits_.data() + r * size_;  // [V_h]
+  const int32_t first = argmax(x, size_);       // NaNs skipped
+  const float top = x[first];
+  if (!(top > -std::numeric_limits<float>::infinity())) return -1;
+  if (to_target_.empty()) return first;
+  if (ascending_) return to_target_[static_cast<size_t>(first)];
+  int32_t best = to_target_[static_cast<size_t>(first)];
+  for (int64_t d = first + 1; d < size_; ++d)
+    if (x[d] == top) best = std::min(best, to_target_[static_cast<size_t>(d)]);
+  return best;
 }
 
 std::span<const float> DraftVocabHead::base_rows(int64_t first, int64_t count) const {

@@ -38,8 +38,12 @@ class DraftVocabHead {
   void add_markov_bias(const float* features, int64_t n, float* const* rows);
   // The logits of row r over the target vocabulary (after the Markov term, when there is one).
   const float* target_row(int64_t r);
-  // Rows [first, first + count) over the target vocabulary, as target_row() last left them.
-  std::span<const float> target_rows(int64_t first, int64_t count) const;
+  // Rows [first, first + count) over the target vocabulary: [count, V].
+  std::span<const float> target_rows(int64_t first, int64_t count);
+  // The target id a greedy transform of target_row(r) picks, without building that row:
+  // the largest logit (NaN counting as −∞), the lowest target id on ties, as argmax over
+  // target_row(r) gives; −1 when every logit is −∞ or NaN (then the transform decides).
+  int32_t greedy_token(int64_t r) const;
   // U_j as projected (keep_base_logits), rows [first, first + count): [count, V_h].
   std::span<const float> base_rows(int64_t first, int64_t count) const;
 
@@ -47,6 +51,7 @@ class DraftVocabHead {
   Linear lm_head_;
   std::unique_ptr<Linear> markov_w2_;
   std::vector<int32_t> to_target_;      // [V_h] or empty
+  bool ascending_;                      // to_target_ increases: the first draft argmax wins ties
   int64_t size_;                        // V_h
   int64_t target_vocab_;                // V
   std::vector<float> logits_;           // [max_rows, V_h] U_j (+ Markov term), draft ids

@@ -113,6 +113,14 @@ KvPoolOptions kv_options(const DSparkProposerOptions& o, int64_t block) {
   return kv;
 }
 
+// Greedy requests without penalties draft the argmax of the logits, read straight from the
+// head's rows (DraftVocabHead::greedy_token): their q would be one-hot, and greedy
+// verification never reads q, so none is built (a null Draft::probs). The scatter to the
+// target vocabulary, the one-hot q and the draw took 4.9 of a greedy draft position's 11 us;
+// without them the sequential stage of a round fell from 34-36 to 19-22 us (Zen 5,
+// docs/results/zen5/session-step-anatomy/).
+bool drafts_argmax(const SamplingParams& sp) { return sp.greedy() && !sp.uses_history(); }
+
 // Which kind of repeat lookup `num_drafts` drafts read from `match` are. Their survival
 // differs by kind (greedy, fixed K = 8, every prompt of eight eval and held-out sets: the
 // 8th draft survives in 90-97% of full-tail wrapping lookups, 31-60% of shorter-tail ones
@@ -426,7 +434,8 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
   stage_seconds_[2] += end - heads_end;
   for (const Active& a : active_) {
     const SlotState& s = slots_[a.slot];
-    drafts[a.request] = Draft{s.drafts, s.probs.data(), heads_.has_confidence() ? s.confidence.data() : nullptr};
+    const float* q = drafts_argmax(*requests[a.request].sampling) ? nullptr : s.probs.data();
+    drafts[a.request] = Draft{s.drafts, q, heads_.has_confidence() ? s.confidence.data() : nullptr};
   }
 }
 
@@ -470,17 +479,20 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
       const DraftRequest& r = requests[a.request];
       SlotState& s = slots_[a.slot];
       const int32_t prev = j == 0 ? r.tokens.back() : s.drafts[j - 1];
-      const float* logits = a.head->target_row(a.logit_row + j);
       const SamplingParams& sp = *r.sampling;
-      std::span<const int32_t> history;
-      if (sp.uses_history()) {
-        history_.assign(r.tokens.begin(), r.tokens.end());
-        history_.insert(history_.end(), s.drafts.begin(), s.drafts.end());
-        history = history_;
+      int32_t token = drafts_argmax(sp) ? a.head->greedy_token(a.logit_row + j) : -1;
+      if (token < 0) {
+        const float* logits = a.head->target_row(a.logit_row + j);
+        std::span<const int32_t> history;
+        if (sp.uses_history()) {
+          history_.assign(r.tokens.begin(), r.tokens.end());
+          history_.insert(history_.end(), s.drafts.begin(), s.drafts.end());
+          history = history_;
+        }
+        float* q = s.probs.data() + static_cast<int64_t>(j) * vocab_;
+        logits_processor_.to_probs(logits, q, sp, history, r.num_prompt_tokens);
+        token = draw_draft(q, vocab_, sp, static_cast<int64_t>(r.tokens.size()) + j, r.rng);
       }
-      float* q = s.probs.data() + static_cast<int64_t>(j) * vocab_;
-      logits_processor_.to_probs(logits, q, sp, history, r.num_prompt_tokens);
-      const int32_t token = draw_draft(q, vocab_, sp, static_cast<int64_t>(r.tokens.size()) + j, r.rng);
       if (heads_.has_confidence()) {
         const float* h = x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_;
         const float z = heads_.confidence_logit(h, prev);

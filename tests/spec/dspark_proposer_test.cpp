@@ -179,7 +179,9 @@ void check_parity(const DrafterSetup& s, DType compute, Tolerance tol) {
     } else {
       EXPECT_EQ(d.confidence, nullptr);
     }
-    // Greedy drafts are the argmax of the corrected logits, and q is one-hot there.
+    // Greedy drafts are the argmax of the corrected logits, and come without a q (one-hot,
+    // and greedy verification never reads it).
+    EXPECT_EQ(d.probs, nullptr);
     for (size_t j = 0; j < d.tokens.size(); ++j) {
       const float* row = expected.logits.data() + j * vocab;
       std::vector<float> sorted(row, row + vocab);
@@ -187,7 +189,7 @@ void check_parity(const DrafterSetup& s, DType compute, Tolerance tol) {
       if (sorted[0] - sorted[1] > 2 * tol.logits) {
         EXPECT_EQ(d.tokens[j], argmax(row, vocab)) << "draft " << j;
       }
-      EXPECT_EQ(d.probs[j * vocab + d.tokens[j]], 1.0f);
+      EXPECT_EQ(d.tokens[j], argmax(got.logits.data() + j * vocab, vocab)) << "draft " << j;
     }
   }
   std::printf("max |diff|: hidden %.3g base logits %.3g logits %.3g confidence logits %.3g\n", worst_hidden,
@@ -297,6 +299,8 @@ void check_draft_vocabulary(const DrafterSetup& s, const std::string& name, Draf
   const DraftRequest requests[2] = {{0, tokens, &greedy, nullptr, n}, {1, tokens, &sampled, &rng, n}};
   Draft drafts[2];
   proposer->propose(requests, drafts);
+  EXPECT_EQ(drafts[0].probs, nullptr);  // greedy: the argmax, no q
+  ASSERT_NE(drafts[1].probs, nullptr);
   std::vector<float> q(vocab);
   for (int r = 0; r < 2; ++r) {
     const Draft& d = drafts[r];
@@ -315,7 +319,7 @@ void check_draft_vocabulary(const DrafterSetup& s, const std::string& name, Draf
       for (int64_t t = 0; t < vocab; ++t) {
         if (masked && t % 3 == 0) {
           EXPECT_EQ(got.logits[j * vocab + t], want[t]) << "token " << t << " outside the draft vocabulary";
-          EXPECT_EQ(d.probs[j * vocab + t], 0.0f);
+          if (r == 1) EXPECT_EQ(d.probs[j * vocab + t], 0.0f);
         } else {
           EXPECT_NEAR(got.logits[j * vocab + t], want[t], kF32.logits) << "token " << t;
         }
@@ -643,7 +647,7 @@ TEST(DSparkProposer, RepeatLookupDraftsTheLoopWithoutTheDrafter) {
   const std::vector<int32_t> short_loop{40, 41, 42, 43, 44, 45, 1, 2, 3, 1, 2, 3, 1};
   const DraftRequest shorter{0, short_loop, &greedy, nullptr, 4};
   p->propose({&shorter, 1}, {&d, 1});
-  EXPECT_NE(d.probs, nullptr);
+  EXPECT_EQ(d.probs, nullptr);  // greedy: the drafter's argmax, no q either
   EXPECT_FALSE(p->inspect(0).logits.empty());
   // A sampling request always drafts with the drafter (its q is what verification needs).
   const SamplingParams sampled = position_keyed_params(3);
