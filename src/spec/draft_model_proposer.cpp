@@ -123,15 +123,7 @@ void DraftModelProposer::draft_token(const DraftRequest& request, SlotState& s, 
   const int64_t vocab = model_->config().vocab_size;
   const SamplingParams& sp = *request.sampling;
   float* q = s.probs.data() + static_cast<int64_t>(s.drafts.size()) * vocab;
-  std::span<const int32_t> history;
-  if (sp.uses_history()) {
-    history_.assign(request.tokens.begin(), request.tokens.end());
-    history_.insert(history_.end(), s.drafts.begin(), s.drafts.end());
-    history = history_;
-  }
-  logits_processor_.to_probs(logits, q, sp, history, request.num_prompt_tokens);
-  const int32_t token =
-      draw_draft(q, vocab, sp, static_cast<int64_t>(request.tokens.size() + s.drafts.size()), request.rng);
+  const int32_t token = transform_and_draw(logits_processor_, logits, q, vocab, request, s.drafts, history_);
   s.drafts.push_back(token);
   const float confidence = sp.greedy() ? softmax_probability(logits, vocab, token) : q[token];
   keep_drafting = static_cast<int32_t>(s.drafts.size()) < request.max_drafts && confidence >= options_.p_min;

@@ -482,16 +482,8 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
       const SamplingParams& sp = *r.sampling;
       int32_t token = drafts_argmax(sp) ? a.head->greedy_token(a.logit_row + j) : -1;
       if (token < 0) {
-        const float* logits = a.head->target_row(a.logit_row + j);
-        std::span<const int32_t> history;
-        if (sp.uses_history()) {
-          history_.assign(r.tokens.begin(), r.tokens.end());
-          history_.insert(history_.end(), s.drafts.begin(), s.drafts.end());
-          history = history_;
-        }
-        float* q = s.probs.data() + static_cast<int64_t>(j) * vocab_;
-        logits_processor_.to_probs(logits, q, sp, history, r.num_prompt_tokens);
-        token = draw_draft(q, vocab_, sp, static_cast<int64_t>(r.tokens.size()) + j, r.rng);
+        token = transform_and_draw(logits_processor_, a.head->target_row(a.logit_row + j),
+                                   s.probs.data() + static_cast<int64_t>(j) * vocab_, vocab_, r, s.drafts, history_);
       }
       if (heads_.has_confidence()) {
         const float* h = x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_;

@@ -362,16 +362,9 @@ int32_t Eagle3Proposer::draw(const DraftRequest& r, SlotState& s, const float* l
   std::memcpy(s.logits.data() + static_cast<int64_t>(j) * draft_vocab_, logits, draft_vocab_ * sizeof(float));
   std::fill(target_logits_.begin(), target_logits_.end(), -std::numeric_limits<float>::infinity());
   scatter_draft_logits(draft_to_target_, logits, target_logits_.data());
-  const SamplingParams& sp = *r.sampling;
-  std::span<const int32_t> history;
-  if (sp.uses_history()) {
-    history_.assign(r.tokens.begin(), r.tokens.end());
-    history_.insert(history_.end(), s.drafts.begin(), s.drafts.end());
-    history = history_;
-  }
-  float* q = s.probs.data() + static_cast<int64_t>(j) * vocab_;
-  logits_processor_.to_probs(target_logits_.data(), q, sp, history, r.num_prompt_tokens);
-  const int32_t token = draw_draft(q, vocab_, sp, static_cast<int64_t>(r.tokens.size()) + j, r.rng);
+  const int32_t token = transform_and_draw(logits_processor_, target_logits_.data(),
+                                           s.probs.data() + static_cast<int64_t>(j) * vocab_, vocab_, r, s.drafts,
+                                           history_);
   s.drafts.push_back(token);
   return token;
 }

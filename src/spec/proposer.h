@@ -99,6 +99,24 @@ inline int32_t draw_draft(const float* q, int64_t vocab, const SamplingParams& s
   return sample_from_probs(q, vocab, rng->uniform());
 }
 
+// The next draft of request r after `drafts` (its drafts so far), from the drafter's logits
+// [vocab]: q = r's transform of them (into q [vocab]; its penalties see the committed tokens
+// and `drafts`, gathered into the `history` scratch only when the transform reads them),
+// then draw_draft from q.
+inline int32_t transform_and_draw(LogitsProcessor& processor, const float* logits, float* q, int64_t vocab,
+                                  const DraftRequest& r, std::span<const int32_t> drafts,
+                                  std::vector<int32_t>& history) {
+  const SamplingParams& sp = *r.sampling;
+  std::span<const int32_t> seen;
+  if (sp.uses_history()) {
+    history.assign(r.tokens.begin(), r.tokens.end());
+    history.insert(history.end(), drafts.begin(), drafts.end());
+    seen = history;
+  }
+  processor.to_probs(logits, q, sp, seen, r.num_prompt_tokens);
+  return draw_draft(q, vocab, sp, static_cast<int64_t>(r.tokens.size() + drafts.size()), r.rng);
+}
+
 // Seconds a proposer's propose() calls have spent in one of its stages, summed since it
 // was built (for measurement: dspark eval). name is a static string.
 struct ProposerStage {
