@@ -1,12 +1,15 @@
 #include "spec/draft_vocab.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "kernels/sampling.h"
 #include "loader/config.h"
 #include "spec/drafter_config.h"
 
@@ -146,6 +149,18 @@ void write_draft_vocab(const std::filesystem::path& drafter_dir, const std::file
 
 void scatter_draft_logits(std::span<const int32_t> to_target, const float* draft_row, float* target_row) {
   for (size_t d = 0; d < to_target.size(); ++d) target_row[to_target[d]] = draft_row[d];
+}
+
+int32_t greedy_draft_token(const float* draft_row, int64_t size, std::span<const int32_t> to_target, bool ascending) {
+  const int32_t first = argmax(draft_row, size);  // NaNs skipped
+  const float top = draft_row[first];
+  if (!(top > -std::numeric_limits<float>::infinity())) return -1;
+  if (to_target.empty()) return first;
+  if (ascending) return to_target[static_cast<size_t>(first)];
+  int32_t best = to_target[static_cast<size_t>(first)];
+  for (int64_t d = first + 1; d < size; ++d)
+    if (draft_row[d] == top) best = std::min(best, to_target[static_cast<size_t>(d)]);
+  return best;
 }
 
 }  // namespace dspark

@@ -29,6 +29,13 @@ std::vector<int32_t> read_draft_to_target(const WeightStore& store, std::string_
 // target_row are left as they are (a caller that keeps the row fills them with −∞ once).
 void scatter_draft_logits(std::span<const int32_t> to_target, const float* draft_row, float* target_row);
 
+// The target id a greedy transform of the scattered row (−∞ outside the draft vocabulary)
+// picks, read from the draft row [size] itself: its largest logit (NaN counting as −∞), the
+// lowest target id on ties, as argmax over the scattered row gives (to_target empty: the row
+// is the target row). ascending: to_target increases (then the first draft argmax wins ties).
+// −1 when every logit is −∞ or NaN: then only the transform decides.
+int32_t greedy_draft_token(const float* draft_row, int64_t size, std::span<const int32_t> to_target, bool ascending);
+
 // Which requests a written draft vocabulary serves.
 enum class DraftVocabUse {
   kEveryRequest,    // the speculators reduced vocabulary: draft_vocab_size V_d, d2t, t2d

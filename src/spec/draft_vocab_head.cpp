@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "kernels/elementwise.h"
-#include "kernels/sampling.h"
 #include "spec/draft_vocab.h"
 
 namespace dspark {
@@ -57,16 +56,7 @@ std::span<const float> DraftVocabHead::target_rows(int64_t first, int64_t count)
 }
 
 int32_t DraftVocabHead::greedy_token(int64_t r) const {
-  const float* x = logits_.data() + r * size_;  // [V_h]
-  const int32_t first = argmax(x, size_);       // NaNs skipped
-  const float top = x[first];
-  if (!(top > -std::numeric_limits<float>::infinity())) return -1;
-  if (to_target_.empty()) return first;
-  if (ascending_) return to_target_[static_cast<size_t>(first)];
-  int32_t best = to_target_[static_cast<size_t>(first)];
-  for (int64_t d = first + 1; d < size_; ++d)
-    if (x[d] == top) best = std::min(best, to_target_[static_cast<size_t>(d)]);
-  return best;
+  return greedy_draft_token(logits_.data() + r * size_, size_, to_target_, ascending_);
 }
 
 std::span<const float> DraftVocabHead::base_rows(int64_t first, int64_t count) const {

@@ -40,9 +40,8 @@ class DraftVocabHead {
   const float* target_row(int64_t r);
   // Rows [first, first + count) over the target vocabulary: [count, V].
   std::span<const float> target_rows(int64_t first, int64_t count);
-  // The target id a greedy transform of target_row(r) picks, without building that row:
-  // the largest logit (NaN counting as −∞), the lowest target id on ties, as argmax over
-  // target_row(r) gives; −1 when every logit is −∞ or NaN (then the transform decides).
+  // The target id a greedy transform of target_row(r) picks, without building that row
+  // (greedy_draft_token, spec/draft_vocab.h); −1 when only the transform can tell.
   int32_t greedy_token(int64_t r) const;
   // U_j as projected (keep_base_logits), rows [first, first + count): [count, V_h].
   std::span<const float> base_rows(int64_t first, int64_t count) const;

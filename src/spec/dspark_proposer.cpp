@@ -113,14 +113,6 @@ KvPoolOptions kv_options(const DSparkProposerOptions& o, int64_t block) {
   return kv;
 }
 
-// Greedy requests without penalties draft the argmax of the logits, read straight from the
-// head's rows (DraftVocabHead::greedy_token): their q would be one-hot, and greedy
-// verification never reads q, so none is built (a null Draft::probs). The scatter to the
-// target vocabulary, the one-hot q and the draw took 4.9 of a greedy draft position's 11 us;
-// without them the sequential stage of a round fell from 34-36 to 19-22 us (Zen 5,
-// docs/results/zen5/session-step-anatomy/).
-bool drafts_argmax(const SamplingParams& sp) { return sp.greedy() && !sp.uses_history(); }
-
 // Which kind of repeat lookup `num_drafts` drafts read from `match` are. Their survival
 // differs by kind (greedy, fixed K = 8, every prompt of eight eval and held-out sets: the
 // 8th draft survives in 90-97% of full-tail wrapping lookups, 31-60% of shorter-tail ones

@@ -104,6 +104,7 @@ Eagle3Proposer::Eagle3Proposer(Eagle3Config config, const WeightStore& store, co
                                     options_.quantization});
       }()),
       draft_to_target_(read_draft_to_target(store, "", config_.draft_vocab_size, config_.layer.vocab_size, "EAGLE-3")),
+      to_target_ascending_(std::is_sorted(draft_to_target_.begin(), draft_to_target_.end())),
       rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + num_speculative_tokens_,
             rope_attention_factor(config_.layer)),
       kv_(config_.layer, kv_options(options_, num_speculative_tokens_)),
@@ -360,6 +361,13 @@ void Eagle3Proposer::catch_up(std::span<const DraftRequest> requests) {
 int32_t Eagle3Proposer::draw(const DraftRequest& r, SlotState& s, const float* logits) {
   const int32_t j = static_cast<int32_t>(s.drafts.size());
   std::memcpy(s.logits.data() + static_cast<int64_t>(j) * draft_vocab_, logits, draft_vocab_ * sizeof(float));
+  if (drafts_argmax(*r.sampling)) {
+    if (const int32_t token = greedy_draft_token(logits, draft_vocab_, draft_to_target_, to_target_ascending_);
+        token >= 0) {
+      s.drafts.push_back(token);
+      return token;
+    }
+  }
   std::fill(target_logits_.begin(), target_logits_.end(), -std::numeric_limits<float>::infinity());
   scatter_draft_logits(draft_to_target_, logits, target_logits_.data());
   const int32_t token = transform_and_draw(logits_processor_, target_logits_.data(),
@@ -445,7 +453,8 @@ void Eagle3Proposer::propose(std::span<const DraftRequest> requests, std::span<D
   }
   for (const Active& act : active_) {
     const SlotState& s = slots_[act.slot];
-    drafts[act.request] = Draft{s.drafts, s.probs.data(), nullptr};
+    const float* q = drafts_argmax(*requests[act.request].sampling) ? nullptr : s.probs.data();
+    drafts[act.request] = Draft{s.drafts, q, nullptr};
   }
 }
 

@@ -162,6 +162,7 @@ class Eagle3Proposer final : public Proposer {
   DecoderLayer layer_;                // q/k/v over [embedding ; hidden]
   Linear lm_head_;                    // [draft_vocab, hidden]
   std::vector<int32_t> draft_to_target_;  // [draft_vocab]
+  bool to_target_ascending_;              // draft_to_target_ increases (greedy_draft_token)
   RopeTable rope_;
   KvPool kv_;
   BlockAllocator allocator_;

@@ -319,7 +319,9 @@ void check_draft_vocabulary(const DrafterSetup& s, const std::string& name, Draf
       for (int64_t t = 0; t < vocab; ++t) {
         if (masked && t % 3 == 0) {
           EXPECT_EQ(got.logits[j * vocab + t], want[t]) << "token " << t << " outside the draft vocabulary";
-          if (r == 1) EXPECT_EQ(d.probs[j * vocab + t], 0.0f);
+          if (r == 1) {
+            EXPECT_EQ(d.probs[j * vocab + t], 0.0f);
+          }
         } else {
           EXPECT_NEAR(got.logits[j * vocab + t], want[t], kF32.logits) << "token " << t;
         }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "engine/engine.h"
+#include "spec/draft_vocab.h"
 #include "spec/eagle3_fixtures.h"
 #include "spec/eagle3_proposer.h"
 #include "spec/proposer_factory.h"
@@ -355,12 +357,18 @@ TEST_P(Eagle3ProposerLived, RoundsChunksAndBatchesMatchAFreshProposer) {
     p.observe({&s, 1});
   };
   using Drafted = std::pair<std::vector<int32_t>, std::vector<float>>;  // drafts, their logits
+  // Greedy drafts come without q, each the argmax of its logits over the target vocabulary.
   auto drafted = [&](const Eagle3Proposer& p, size_t request, const Draft& d) {
     Drafted out;
     out.first.assign(d.tokens.begin(), d.tokens.end());
+    EXPECT_EQ(d.probs, nullptr);
     for (int32_t j = 0; j < static_cast<int32_t>(out.first.size()); ++j) {
       const auto l = p.draft_logits(request, j);
       out.second.insert(out.second.end(), l.begin(), l.end());
+      std::vector<float> target_row(static_cast<size_t>(c.layer.vocab_size), -std::numeric_limits<float>::infinity());
+      scatter_draft_logits(p.draft_to_target(), l.data(), target_row.data());
+      EXPECT_EQ(out.first[static_cast<size_t>(j)], argmax(target_row.data(), static_cast<int64_t>(target_row.size())))
+          << "draft " << j;
     }
     return out;
   };
