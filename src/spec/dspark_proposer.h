@@ -27,7 +27,9 @@
 //   position-keyed noise for seeded ones, else drawn with the request's draft Rng);
 //   c_j = sigmoid(z_j / T_j), with the temperatures calibrated for greedy or for sampling
 //   requests (DrafterConfig::confidence_temperature).
-//   Returns min(max_drafts, num_speculative_tokens) drafts with their q rows and c_j.
+//   Returns min(max_drafts, num_speculative_tokens) drafts with their q rows and c_j. A
+//   greedy request without penalties takes the argmax of logits_j directly and gets no q
+//   (drafts_argmax, spec/proposer.h).
 //
 // Draft vocabularies (spec/draft_vocab_head.h): the LM head and Markov W₂ run over the V_d
 // tokens of the drafter's vocabulary (all V, or a reduced one, spec/draft_vocab.h), or for a

@@ -22,7 +22,8 @@
 //   position for all requests still drafting, its K/V in scratch slots after the context.
 //   Each draft: the draft-vocabulary logits scattered to the target vocabulary (−inf
 //   elsewhere), the request's sampling transform (penalties see committed tokens + earlier
-//   drafts) gives q, and draw_draft picks the token (argmax when greedy).
+//   drafts) gives q, and draw_draft picks the token. A greedy request without penalties
+//   takes the argmax of the draft-vocabulary logits directly and gets no q (drafts_argmax).
 //   No confidence head: the prefix scheduler uses online acceptance, as for the draft LM.
 //
 // The embedding table is the target's unless the directory has embed_tokens.weight; the
