@@ -3,6 +3,7 @@
 // hidden states and confidences (f32: tight tolerance; bf16: a stated looser one), the
 // sampling transform of q, rollback (the next round sees exactly the committed context),
 // chunking and batching invariance, loading a published-shaped drafter, and load errors.
+// Draft vocabularies: dspark_draft_vocab_test.cpp.
 #include "spec/dspark_proposer.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "loader/safetensors.h"
 #include "spec/draft_vocab.h"
 #include "spec/drafter_fixtures.h"
+#include "spec/dspark_proposer_fixtures.h"
 #include "spec/reference_drafter.h"
 #include "spec/tail_match.h"
 #include "support/tiny_models.h"
@@ -28,103 +30,19 @@
 namespace dspark {
 namespace {
 
-struct DrafterSetup {
-  std::filesystem::path target_dir, drafter_dir;
-  DrafterConfig config;
-  ModelConfig target;
-};
-
-DrafterSetup make_setup(DrafterKind kind, const std::string& name, bool own_embeddings = false, bool tied_target = false) {
-  testing::TinyModelSpec spec;
-  spec.num_layers = 3;
-  spec.tie_word_embeddings = tied_target;
-  spec.seed = 3;
-  DrafterSetup s;
-  s.target_dir = testing::write_tiny_model(spec, testing::make_temp_dir(name + "-target"));
-  s.target = ModelConfig::from_file(s.target_dir);
-  s.config = testing::make_drafter_config(s.target, kind, {1, 3}, /*block_size=*/4, /*num_layers=*/2);
-  if (kind == DrafterKind::kDSpark) s.config.confidence_temperatures = {1.0f, 1.5f, 2.0f, 0.5f};
-  testing::DrafterWeightsSpec w;
-  w.own_embeddings = own_embeddings;
-  s.drafter_dir = testing::write_random_drafter(s.config, testing::make_temp_dir(name + "-drafter"), w);
-  return s;
-}
-
-const DrafterSetup& setup(DrafterKind kind) {
-  static const DrafterSetup dspark = make_setup(DrafterKind::kDSpark, "dspark");
-  static const DrafterSetup dflash = make_setup(DrafterKind::kDFlash, "dflash");
-  return kind == DrafterKind::kDSpark ? dspark : dflash;
-}
-
-DSparkProposerOptions proposer_options(DType compute) {
-  DSparkProposerOptions o;
-  o.max_running = 4;
-  o.max_model_len = 128;
-  o.max_context_rows = 64;
-  o.kv_block_size = 4;
-  o.compute = compute;
-  o.keep_base_logits = true;
-  return o;
-}
-
-std::unique_ptr<DSparkProposer> make_proposer(const DrafterSetup& s, DType compute, int64_t max_context_rows = 64,
-                                              int64_t max_pending_positions = -1, int64_t context_window = 0) {
-  DSparkProposerOptions o = proposer_options(compute);
-  o.max_context_rows = max_context_rows;
-  o.max_pending_positions = max_pending_positions;
-  o.context_window = context_window;
-  return DSparkProposer::load(s.drafter_dir, s.target_dir, o);
-}
-
-// Random target hidden states of one sequence: [aux layers][positions * hidden].
-std::vector<std::vector<float>> random_context(const DrafterSetup& s, int64_t positions, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<std::vector<float>> ctx(s.config.aux_hidden_state_layer_ids.size());
-  for (auto& layer : ctx) {
-    layer.resize(positions * s.config.target_hidden_size);
-    for (float& x : layer) x = static_cast<float>(rng.uniform() * 4 - 2);
-  }
-  return ctx;
-}
-
-// Shows positions [start, start + count) of ctx to the proposer's slot, the way the engine
-// does: rows of every captured layer, layer_stride apart.
-void observe(DSparkProposer& p, int32_t slot, const std::vector<std::vector<float>>& ctx, int32_t start,
-             int32_t count) {
-  const int64_t h = p.config().target_hidden_size;
-  std::vector<float> packed;
-  for (const auto& layer : ctx) packed.insert(packed.end(), layer.begin() + start * h, layer.begin() + (start + count) * h);
-  CommittedHiddenStates c;
-  c.slot = slot;
-  c.start_position = start;
-  c.num_positions = count;
-  c.hidden = packed.data();
-  c.layer_stride = count * h;
-  c.hidden_size = h;
-  p.observe({&c, 1});
-}
-
-std::vector<int32_t> random_tokens(int64_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(rng.next_u64() % 90);
-  return t;
-}
-
-// Temperature 1, position-keyed draws with the given seed.
-SamplingParams position_keyed_params(uint64_t seed) {
-  SamplingParams sp;
-  sp.temperature = 1.0f;
-  sp.seed = seed;
-  sp.position_keyed = true;
-  return sp;
-}
-
-SamplingParams greedy_params() {
-  SamplingParams sp;
-  sp.temperature = 0;
-  return sp;
-}
+using testing::DrafterSetup;
+using testing::greedy_params;
+using testing::kBF16;
+using testing::kF32;
+using testing::make_proposer;
+using testing::make_setup;
+using testing::observe;
+using testing::position_keyed_params;
+using testing::proposer_options;
+using testing::random_context;
+using testing::random_tokens;
+using testing::setup;
+using testing::Tolerance;
 
 double max_abs_diff(std::span<const float> a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());
@@ -133,9 +51,6 @@ double max_abs_diff(std::span<const float> a, const std::vector<float>& b) {
   return m;
 }
 
-struct Tolerance {
-  double hidden, logits, confidence;
-};
 
 // Two requests (contexts of 11 and 5 positions) drafted in one batch; everything the
 // proposer computed is compared with the scalar reference run on the same inputs.
@@ -200,13 +115,6 @@ void check_parity(const DrafterSetup& s, DType compute, Tolerance tol) {
   EXPECT_LT(worst_conf, tol.logits);
 }
 
-// f32: only summation order differs from the double-accumulating reference (measured
-// worst: hidden 2e-6, logits 1.2e-5).
-constexpr Tolerance kF32{2e-4, 1e-3, 1e-5};
-// bf16: both sides round every matmul operand to bf16 (products are then exact in f32), so
-// differences start as accumulation order only (measured worst 5e-7); the tolerance leaves
-// room for an activation whose bf16 rounding flips between the two (~0.4% of one element).
-constexpr Tolerance kBF16{1e-2, 2e-2, 1e-3};
 
 TEST(DSparkProposer, ParityWithReferenceF32) { check_parity(setup(DrafterKind::kDSpark), DType::kF32, kF32); }
 TEST(DSparkProposer, ParityWithReferenceBF16) { check_parity(setup(DrafterKind::kDSpark), DType::kBF16, kBF16); }
@@ -260,133 +168,6 @@ TEST(DSparkProposer, SampledQIsTheRequestTransformOfCorrectedLogits) {
   Draft second;
   proposer->propose({&repeat, 1}, {&second, 1});
   EXPECT_EQ(std::vector<int32_t>(second.tokens.begin(), second.tokens.end()), first);
-}
-
-// A draft vocabulary (spec/draft_vocab.h), written from the full drafter, for every request
-// or for greedy ones only. Where it applies, every logit it computes is the full drafter's
-// for the same token (checked against the scalar reference of the full drafter), every other
-// token is −∞ with q exactly 0 there, greedy drafts are the argmax over the kept tokens and a
-// sampled q is the request's transform of the masked row; where it does not (a sampled
-// request beside a greedy vocabulary), the rows are the full drafter's. Draft ids are listed
-// out of target order, so d2t offsets go both ways. Both LM-head sources: the target's (rows
-// copied from its tied or untied head) and the drafter's own.
-void check_draft_vocabulary(const DrafterSetup& s, const std::string& name, DraftVocabUse use) {
-  const int64_t vocab = s.target.vocab_size;
-  std::vector<int32_t> kept;
-  for (int32_t t = static_cast<int32_t>(vocab) - 1; t >= 0; --t) {
-    if (t % 3 != 0) kept.push_back(t);
-  }
-  const auto v_d = static_cast<int64_t>(kept.size());
-  DrafterSetup reduced = s;
-  reduced.drafter_dir = testing::make_temp_dir(name);
-  write_draft_vocab(s.drafter_dir, s.target_dir, kept, use, reduced.drafter_dir);
-  reduced.config = DrafterConfig::from_file(reduced.drafter_dir);
-  const bool greedy_only = use == DraftVocabUse::kGreedyRequests;
-  ASSERT_EQ(greedy_only ? reduced.config.greedy_draft_vocab_size : reduced.config.draft_vocab_size, v_d);
-  auto proposer = make_proposer(reduced, DType::kF32);
-  const testing::ReferenceDrafter reference(s.drafter_dir, s.target_dir, false);
-  const auto ctx = random_context(s, 9, 17);
-  const auto tokens = random_tokens(10, 18);
-  observe(*proposer, 0, ctx, 0, 9);
-  observe(*proposer, 1, ctx, 0, 9);
-  const SamplingParams greedy = greedy_params();
-  SamplingParams sampled;
-  sampled.temperature = 0.8f;
-  sampled.top_p = 0.95f;
-  sampled.repetition_penalty = 1.3f;
-  Rng rng(5);
-  const int32_t n = s.config.num_drafts();
-  const DraftRequest requests[2] = {{0, tokens, &greedy, nullptr, n}, {1, tokens, &sampled, &rng, n}};
-  Draft drafts[2];
-  proposer->propose(requests, drafts);
-  EXPECT_EQ(drafts[0].probs, nullptr);  // greedy: the argmax, no q
-  ASSERT_NE(drafts[1].probs, nullptr);
-  std::vector<float> q(vocab);
-  for (int r = 0; r < 2; ++r) {
-    const Draft& d = drafts[r];
-    ASSERT_EQ(static_cast<int32_t>(d.tokens.size()), n);
-    std::vector<int32_t> prev = {tokens.back()};
-    prev.insert(prev.end(), d.tokens.begin(), d.tokens.end() - 1);
-    auto expected = reference.forward(ctx, prev);
-    const bool masked = r == 0 || !greedy_only;
-    const int64_t head_size = masked ? v_d : vocab;
-    for (int32_t j = 0; j < n; ++j) {
-      float* want = expected.logits.data() + j * vocab;
-      for (int64_t t = 0; t < vocab; ++t) {
-        if (masked && t % 3 == 0) want[t] = -std::numeric_limits<float>::infinity();
-      }
-      const auto got = proposer->inspect(r);
-      for (int64_t t = 0; t < vocab; ++t) {
-        if (masked && t % 3 == 0) {
-          EXPECT_EQ(got.logits[j * vocab + t], want[t]) << "token " << t << " outside the draft vocabulary";
-          if (r == 1) {
-            EXPECT_EQ(d.probs[j * vocab + t], 0.0f);
-          }
-        } else {
-          EXPECT_NEAR(got.logits[j * vocab + t], want[t], kF32.logits) << "token " << t;
-        }
-      }
-      ASSERT_EQ(got.base_logits.size(), static_cast<size_t>(n * head_size));
-      for (int64_t i = 0; i < head_size; ++i) {
-        const int64_t t = masked ? kept[i] : i;
-        EXPECT_NEAR(got.base_logits[j * head_size + i], expected.base_logits[j * vocab + t], kF32.logits);
-      }
-      if (masked) EXPECT_NE(d.tokens[j] % 3, 0) << "draft " << j << " outside the draft vocabulary";
-      if (r == 0) {
-        EXPECT_EQ(d.tokens[j], argmax(want, vocab)) << "draft " << j;
-        continue;
-      }
-      std::vector<int32_t> history = tokens;
-      history.insert(history.end(), d.tokens.begin(), d.tokens.begin() + j);
-      reference::to_probs(want, q.data(), vocab, sampled, history, static_cast<int64_t>(tokens.size()));
-      double worst = 0;
-      for (int64_t t = 0; t < vocab; ++t) worst = std::max(worst, std::abs(static_cast<double>(q[t]) - d.probs[j * vocab + t]));
-      EXPECT_LT(worst, 1e-4) << "q_" << j + 1;
-    }
-  }
-}
-
-TEST(DSparkProposer, ReducedDraftVocabularyIsTheFullDrafterOnItsTokens) {
-  constexpr DraftVocabUse kEvery = DraftVocabUse::kEveryRequest;
-  check_draft_vocabulary(setup(DrafterKind::kDSpark), "reduced-vocab", kEvery);
-  check_draft_vocabulary(setup(DrafterKind::kDFlash), "reduced-vocab-dflash", kEvery);
-  static const DrafterSetup own = make_setup(DrafterKind::kDSpark, "reduced-own", /*own_embeddings=*/true);
-  check_draft_vocabulary(own, "reduced-vocab-own", kEvery);
-  static const DrafterSetup tied = make_setup(DrafterKind::kDSpark, "reduced-tied", false, /*tied_target=*/true);
-  check_draft_vocabulary(tied, "reduced-vocab-tied", kEvery);
-}
-
-TEST(DSparkProposer, GreedyDraftVocabularyServesGreedyRequestsOnly) {
-  constexpr DraftVocabUse kGreedy = DraftVocabUse::kGreedyRequests;
-  check_draft_vocabulary(setup(DrafterKind::kDSpark), "greedy-vocab", kGreedy);
-  check_draft_vocabulary(setup(DrafterKind::kDFlash), "greedy-vocab-dflash", kGreedy);
-  static const DrafterSetup own = make_setup(DrafterKind::kDSpark, "greedy-own", /*own_embeddings=*/true);
-  check_draft_vocabulary(own, "greedy-vocab-own", kGreedy);
-
-  // Turned off (--no-greedy-draft-vocab), greedy requests draft from the whole vocabulary:
-  // the same drafts and logits as the drafter without a greedy vocabulary.
-  const DrafterSetup& s = setup(DrafterKind::kDSpark);
-  std::vector<int32_t> kept;
-  for (int32_t t = 1; t < static_cast<int32_t>(s.target.vocab_size); t += 2) kept.push_back(t);
-  DrafterSetup greedy = s;
-  greedy.drafter_dir = testing::make_temp_dir("greedy-vocab-off");
-  write_draft_vocab(s.drafter_dir, s.target_dir, kept, kGreedy, greedy.drafter_dir);
-  DSparkProposerOptions o = proposer_options(DType::kF32);
-  o.greedy_draft_vocab = false;
-  auto off = DSparkProposer::load(greedy.drafter_dir, s.target_dir, o);
-  auto whole = make_proposer(s, DType::kF32);
-  const auto ctx = random_context(s, 9, 27);
-  const auto tokens = random_tokens(10, 28);
-  const SamplingParams sp = greedy_params();
-  const DraftRequest request{0, tokens, &sp, nullptr, s.config.num_drafts()};
-  Draft a, b;
-  for (DSparkProposer* p : {off.get(), whole.get()}) observe(*p, 0, ctx, 0, 9);
-  off->propose({&request, 1}, {&a, 1});
-  whole->propose({&request, 1}, {&b, 1});
-  EXPECT_EQ(std::vector<int32_t>(a.tokens.begin(), a.tokens.end()), std::vector<int32_t>(b.tokens.begin(), b.tokens.end()));
-  const auto la = off->inspect(0).logits, lb = whole->inspect(0).logits;
-  ASSERT_EQ(la.size(), lb.size());
-  for (size_t i = 0; i < la.size(); ++i) ASSERT_EQ(la[i], lb[i]) << i;
 }
 
 // Block K/V go to scratch slots past the context; after a verification round the next
