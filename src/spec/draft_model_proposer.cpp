@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "spec/draft_vocab.h"
 
 namespace dspark {
 namespace {
@@ -123,7 +124,10 @@ void DraftModelProposer::draft_token(const DraftRequest& request, SlotState& s, 
   const int64_t vocab = model_->config().vocab_size;
   const SamplingParams& sp = *request.sampling;
   float* q = s.probs.data() + static_cast<int64_t>(s.drafts.size()) * vocab;
-  const int32_t token = transform_and_draw(logits_processor_, logits, q, vocab, request, s.drafts, history_);
+  // A greedy request's draft is the argmax, and its verification reads no q: none is made
+  // (unless every logit is -inf or NaN; then the transform decides, as for the others).
+  int32_t token = drafts_argmax(sp) ? greedy_draft_token(logits, vocab, {}, /*ascending=*/true) : -1;
+  if (token < 0) token = transform_and_draw(logits_processor_, logits, q, vocab, request, s.drafts, history_);
   s.drafts.push_back(token);
   const float confidence = sp.greedy() ? softmax_probability(logits, vocab, token) : q[token];
   keep_drafting = static_cast<int32_t>(s.drafts.size()) < request.max_drafts && confidence >= options_.p_min;
@@ -174,7 +178,8 @@ void DraftModelProposer::propose(std::span<const DraftRequest> requests, std::sp
   }
   for (const Active& a : active_) {
     const SlotState& s = slots_[a.slot];
-    drafts[a.request] = Draft{s.drafts, s.probs.data(), nullptr};
+    const float* q = drafts_argmax(*requests[a.request].sampling) ? nullptr : s.probs.data();
+    drafts[a.request] = Draft{s.drafts, q, nullptr};
   }
 }
 

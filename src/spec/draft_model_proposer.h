@@ -8,7 +8,9 @@
 // first round, its whole prompt, in chunks), then drafts. Drafts are sampled from the
 // draft's distribution q under the request's own sampling transform (greedy requests
 // draft greedily; seeded ones by Gumbel-max with the target's position-keyed noise, see
-// draw_draft in spec/proposer.h), and q is returned for the verifier.
+// draw_draft in spec/proposer.h), and q is returned for the verifier. A greedy request
+// without penalties drafts the argmax of the draft's logits and gets no q (its
+// verification compares tokens).
 //
 // Early stop (llama.cpp's --draft-p-min): a request stops drafting once the token it drew
 // had draft probability below p_min (for greedy requests: the softmax probability of the

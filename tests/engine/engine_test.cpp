@@ -126,6 +126,37 @@ TEST(Engine, DraftModelSpeculationIsLosslessGreedy) {
   EXPECT_GT(engine.spec_metrics().num_drafts, 0);
 }
 
+TEST(Engine, DraftModelGreedyDraftsAreItsArgmaxWithoutQ) {
+  // A greedy request without penalties drafts the draft model's own greedy continuation
+  // and hands the verifier no q (greedy verification compares tokens); a request that
+  // samples, or a greedy one with a repetition penalty, gets q.
+  const std::vector<int32_t> prompt = prompts(1)[0];
+  auto draft_model = load(models().draft_dir, 1);
+  const Tokenizer tok = Tokenizer::from_dir(models().draft_dir);
+  Engine plain(*draft_model, tok, EngineOptions{.max_running = 1, .max_batch_tokens = 128});
+  const std::vector<int32_t> continuation = generate_one(plain, prompt, testing::greedy(5)).tokens;
+
+  DraftModelOptions d{.num_speculative_tokens = 5, .max_running = 4, .block_size = 4};
+  DraftModelProposer proposer(load(models().draft_dir, 4), d);
+  SamplingParams greedy_sp = testing::greedy(5).sampling, penalised = greedy_sp, sampled;
+  penalised.repetition_penalty = 1.3f;
+  Rng rng(7);
+  const std::vector<DraftRequest> requests = {{0, prompt, &greedy_sp, &rng, 5, static_cast<int64_t>(prompt.size())},
+                                              {1, prompt, &penalised, &rng, 5, static_cast<int64_t>(prompt.size())},
+                                              {2, prompt, &sampled, &rng, 5, static_cast<int64_t>(prompt.size())}};
+  std::vector<Draft> drafts(requests.size());
+  proposer.propose(requests, drafts);
+  const std::vector<int32_t> greedy_drafts(drafts[0].tokens.begin(), drafts[0].tokens.end());
+  ASSERT_EQ(greedy_drafts.size(), 5u);
+  const size_t n = std::min(greedy_drafts.size(), continuation.size());  // plain decoding may stop at EOS
+  ASSERT_GT(n, 0u);
+  EXPECT_EQ(std::vector<int32_t>(greedy_drafts.begin(), greedy_drafts.begin() + n),
+            std::vector<int32_t>(continuation.begin(), continuation.begin() + n));
+  EXPECT_EQ(drafts[0].probs, nullptr);
+  EXPECT_NE(drafts[1].probs, nullptr);
+  EXPECT_NE(drafts[2].probs, nullptr);
+}
+
 TEST(Engine, TargetAsItsOwnDraftAcceptsEveryGreedyDraft) {
   // With the target as draft model, greedy drafts are exactly the target's choices:
   // every round accepts all K drafts, so tau = K + 1 (a strong check of the bookkeeping).
