@@ -15,5 +15,6 @@ void register_plot(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_chat_template(CLI::App& app);
+void register_block_bound(CLI::App& app);
 
 }  // namespace dspark::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   dspark::cli::register_perplexity(app);
   dspark::cli::register_quantize(app);
   dspark::cli::register_chat_template(app);
+  dspark::cli::register_block_bound(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
