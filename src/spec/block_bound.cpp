@@ -40,10 +40,12 @@ BlockBound block_drafter_bound(const ContinuationSamples& c) {
       for (int64_t v = 0; v < V; ++v) sum[v] += row(s, j)[v];
     std::vector<double> marginal_tv(S);
     for (int64_t s = 0; s < S; ++s) marginal_tv[s] = leave_one_out_tv(row(s, j), sum, S);
-    // First order: the samples that drew the same previous draft (the anchor, the same for
-    // all, at j = 0: the marginal).
+    // First order. At j = 0 the previous token is the anchor, the same for all: the
+    // marginal. At j = 1 the shared prefix and the first draft are all p depends on: exact.
+    // Later, the mean over the other samples that drew the same previous draft.
     std::vector<double> first_order_tv = marginal_tv;
-    if (j > 0) {
+    if (j == 1) std::fill(first_order_tv.begin(), first_order_tv.end(), 0.0);
+    if (j > 1) {
       std::map<int32_t, std::vector<int64_t>> by_previous;
       for (int64_t s = 0; s < S; ++s) by_previous[c.tokens[s * K + j - 1]].push_back(s);
       std::vector<double> group_sum(V);

@@ -14,8 +14,10 @@
 //
 // Estimate: S continuations of K tokens sampled from the target after one anchor, with p at
 // every position of each. For sample s, q_j is the mean of p_j over the other samples (all
-// of them for the marginal; those that drew the same x_{j-1} for the first order, the
-// marginal where none did), so a sample never helps predict itself. The survival of
+// of them for the marginal; for the first order, those that drew the same x_{j-1}, or the
+// marginal where none did, so the first-order figure is a lower bound that rises with S;
+// at the second position it is exact, p_2 itself: the prefix and x_1 are all p_2 depends
+// on), so a sample never helps predict itself. The survival of
 // position j is the mean over samples of the product of their acceptances up to j (the
 // drafted prefix must survive), and tau = 1 + the sum of the survivals. Approximation:
 // continuations are the target's samples, where accepted drafts are drawn from min(p, q)
@@ -27,7 +29,7 @@
 
 namespace dspark {
 
-// S sampled continuations of K positions after one anchor.
+// S sampled continuations of K positions after one anchor (one prefix for all).
 struct ContinuationSamples {
   int64_t num_samples = 0;      // S >= 2
   int64_t block = 0;            // K >= 1

@@ -42,7 +42,7 @@ TEST(BlockBound, ContinuationsThatAgreeAreAlwaysAccepted) {
 TEST(BlockBound, ThePreviousDraftTellsTheFirstOrderBoundWhatTheMarginalMisses) {
   // Position 1 depends on the token drawn at position 0: two samples drew 0 and continue
   // with 0, two drew 1 and continue with 1. The marginal for sample 0 is the mean of the
-  // other three, (1/3, 2/3): TV 2/3. The first order sees only sample 1: TV 0.
+  // other three, (1/3, 2/3): TV 2/3. The first order knows the draft before: TV 0.
   const auto c = two_token_samples({{{0.5f, 0.5f}, {1, 0}}, {{0.5f, 0.5f}, {1, 0}}, {{0.5f, 0.5f}, {0, 1}},
                                     {{0.5f, 0.5f}, {0, 1}}},
                                    {{0, 0}, {0, 0}, {1, 1}, {1, 1}});
@@ -55,14 +55,28 @@ TEST(BlockBound, ThePreviousDraftTellsTheFirstOrderBoundWhatTheMarginalMisses) {
 }
 
 TEST(BlockBound, APreviousDraftNoOtherSampleDrewFallsBackToTheMarginal) {
-  // Samples 0 and 1 drew 0 (then p = (1, 0)); sample 2 alone drew 1 (then (0, 1)). Marginal:
-  // samples 0 and 1 against the mean of the others, (1/2, 1/2): TV 1/2; sample 2 against
-  // (1, 0): TV 1. First order: samples 0 and 1 see each other (TV 0), sample 2 the marginal.
-  const auto c = two_token_samples({{{0.5f, 0.5f}, {1, 0}}, {{0.5f, 0.5f}, {1, 0}}, {{0.5f, 0.5f}, {0, 1}}},
-                                   {{0, 0}, {0, 1}, {1, 0}});
+  // At position 2, samples 0 and 1 drew 0 at position 1 (then p = (1, 0)); sample 2 alone
+  // drew 1 (then (0, 1)). Marginal: samples 0 and 1 against the mean of the others, (1/2,
+  // 1/2): TV 1/2; sample 2 against (1, 0): TV 1. First order: samples 0 and 1 see each
+  // other (TV 0), sample 2 the marginal. Positions 0 and 1 agree everywhere.
+  const auto c = two_token_samples({{{0.5f, 0.5f}, {0.5f, 0.5f}, {1, 0}},
+                                    {{0.5f, 0.5f}, {0.5f, 0.5f}, {1, 0}},
+                                    {{0.5f, 0.5f}, {0.5f, 0.5f}, {0, 1}}},
+                                   {{1, 0, 0}, {0, 0, 1}, {1, 1, 0}});
   const BlockBound b = block_drafter_bound(c);
-  EXPECT_NEAR(b.marginal_survival[1], (0.5 + 0.5 + 0.0) / 3.0, 1e-6);
-  EXPECT_NEAR(b.first_order_survival[1], (1.0 + 1.0 + 0.0) / 3.0, 1e-6);
+  EXPECT_NEAR(b.marginal_survival[2], (0.5 + 0.5 + 0.0) / 3.0, 1e-6);
+  EXPECT_NEAR(b.first_order_survival[2], (1.0 + 1.0 + 0.0) / 3.0, 1e-6);
+}
+
+TEST(BlockBound, TheSecondPositionIsExactForTheFirstOrder) {
+  // Every sample continues one prefix, so p at the second position depends on the first
+  // draft alone: a first-order drafter has it exactly, even for a first draft no other
+  // sample drew. The marginal for sample 0 is the mean of (0, 1) and (0, 1): TV 1.
+  const auto c = two_token_samples({{{0.5f, 0.5f}, {1, 0}}, {{0.5f, 0.5f}, {0, 1}}, {{0.5f, 0.5f}, {0, 1}}},
+                                   {{0, 0}, {1, 1}, {1, 1}});
+  const BlockBound b = block_drafter_bound(c);
+  EXPECT_NEAR(b.first_order_survival[1], 1.0, 1e-6);
+  EXPECT_NEAR(b.marginal_survival[1], (0.0 + 0.5 + 0.5) / 3.0, 1e-6);
 }
 
 TEST(BlockBound, SurvivalIsTheProductAlongEachSample) {
