@@ -142,6 +142,10 @@ void run_block_bound(BlockBoundArgs args) {
             float* ps = c.probs.data() + (s * K + j) * vocab;
             const double entropy = tempered_softmax(r.logits + s * vocab, vocab, args.temperature, ps);
             if (j == 0 && s == 0) t.entropy += entropy;
+            // Batch invariance: a continuation's first distribution is the answer's own, bit
+            // for bit, or the shared KV blocks are wrong.
+            DSPARK_CHECK(j > 0 || std::equal(ps, ps + vocab, p.data()),
+                         "block-bound: continuation {} starts from another distribution than the answer", s);
             const int32_t drawn = draw(ps, vocab, rng);
             c.tokens[static_cast<size_t>(s * K + j)] = drawn;
             slices[s] = {1, static_cast<int32_t>(len + j), forks[s].data()};
