@@ -13,15 +13,15 @@
 // 1 - TV(p, q), so those bounds follow from samples of the target's own continuations.
 //
 // Estimate: S continuations of K tokens sampled from the target after one anchor, with p at
-// every position of each. For sample s, q_j is the mean of p_j over the other samples (all
-// of them for the marginal; for the first order, those that drew the same x_{j-1}, or the
-// marginal where none did, so the first-order figure is a lower bound that rises with S;
-// at the second position it is exact, p_2 itself: the prefix and x_1 are all p_2 depends
-// on), so a sample never helps predict itself. The survival of
-// position j is the mean over samples of the product of their acceptances up to j (the
-// drafted prefix must survive), and tau = 1 + the sum of the survivals. Approximation:
-// continuations are the target's samples, where accepted drafts are drawn from min(p, q)
-// renormalised; exact when q = p.
+// every position of each. For sample s, q_j is the mean of p_j over the other samples, so a
+// sample never helps predict itself: all of them for the marginal; for the first order,
+// those that drew the same x_{j-1}, or the marginal where none did (so the first-order
+// figure is a lower bound that rises with S), except at the second position, where it is
+// exact (p_2 itself: the prefix and x_1 are all p_2 depends on). The survival of position j
+// is the mean over samples of the product of their acceptances up to j (the drafted prefix
+// must survive), and tau = 1 + the sum of the survivals. Approximation: continuations are
+// the target's samples, where accepted drafts are drawn from min(p, q) renormalised; exact
+// when q = p.
 #pragma once
 
 #include <cstdint>
