@@ -16,6 +16,7 @@
 #include "cli/model_options.h"
 #include "core/check.h"
 #include "core/rng.h"
+#include "kernels/sampling.h"
 #include "loadgen/dataset.h"
 #include "model/block_allocator.h"
 #include "model/kv_pool.h"
@@ -36,26 +37,12 @@ struct BlockBoundArgs {
   uint64_t seed = 1;
 };
 
-// softmax(logits / temperature) into p [vocab] (f64 sums); returns the entropy in nats.
-double tempered_softmax(const float* logits, int64_t vocab, float temperature, float* p) {
-  double max = -INFINITY;
-  for (int64_t v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(logits[v]) / temperature);
-  double sum = 0.0;
-  for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(logits[v]) / temperature - max);
-  double entropy = 0.0;
-  for (int64_t v = 0; v < vocab; ++v) {
-    const double q = std::exp(static_cast<double>(logits[v]) / temperature - max) / sum;
-    p[v] = static_cast<float>(q);
-    if (q > 0.0) entropy -= q * std::log(q);
-  }
-  return entropy;
-}
-
-int32_t draw(const float* p, int64_t vocab, Rng& rng) {
-  double u = rng.uniform(), acc = 0.0;
+// The entropy of p [vocab] in nats.
+double entropy(const float* p, int64_t vocab) {
+  double h = 0.0;
   for (int64_t v = 0; v < vocab; ++v)
-    if ((acc += p[v]) > u) return static_cast<int32_t>(v);
-  return static_cast<int32_t>(vocab - 1);
+    if (p[v] > 0.0f) h -= static_cast<double>(p[v]) * std::log(static_cast<double>(p[v]));
+  return h;
 }
 
 // Bounds summed over anchors, per domain.
@@ -82,6 +69,12 @@ void run_block_bound(BlockBoundArgs args) {
   KvPool kv(model.config(), KvPoolOptions{num_blocks, kBlockSize, parse_dtype(args.model.kv_dtype)});
   BlockAllocator allocator(num_blocks);
   Rng rng(args.seed);
+  // The engine's own transform (softmax at the temperature) and inverse-CDF draw.
+  LogitsProcessor processor(vocab);
+  SamplingParams sampling;
+  sampling.temperature = args.temperature;
+  auto to_probs = [&](const float* logits, float* probs) { processor.to_probs(logits, probs, sampling, {}, 0); };
+  auto draw = [&](const float* probs) { return sample_from_probs(probs, vocab, rng.uniform()); };
   std::vector<float> p(static_cast<size_t>(vocab));
   ContinuationSamples c{S, K, vocab, std::vector<float>(static_cast<size_t>(S * K * vocab)),
                         std::vector<int32_t>(static_cast<size_t>(S * K))};
@@ -105,12 +98,12 @@ void run_block_bound(BlockBoundArgs args) {
               ForwardBatch{std::span<const int32_t>(ids.data() + start, static_cast<size_t>(n)), {&slice, 1}, {&last, 1}},
               kv);
           start += n;
-          if (start == static_cast<int64_t>(ids.size())) tempered_softmax(r.logits, vocab, args.temperature, p.data());
+          if (start == static_cast<int64_t>(ids.size())) to_probs(r.logits, p.data());
         }
       };
       feed_answer(0);
       for (int64_t a = 0; a < args.max_tokens; ++a) {
-        const int32_t token = draw(p.data(), vocab, rng);
+        const int32_t token = draw(p.data());
         ids.push_back(token);
         const auto& eos = model.config().eos_token_ids;
         if (std::find(eos.begin(), eos.end(), token) != eos.end()) break;
@@ -140,13 +133,13 @@ void run_block_bound(BlockBoundArgs args) {
           rows.clear();
           for (int64_t s = 0; s < S; ++s) {
             float* ps = c.probs.data() + (s * K + j) * vocab;
-            const double entropy = tempered_softmax(r.logits + s * vocab, vocab, args.temperature, ps);
-            if (j == 0 && s == 0) t.entropy += entropy;
+            to_probs(r.logits + s * vocab, ps);
+            if (j == 0 && s == 0) t.entropy += entropy(ps, vocab);
             // Batch invariance: a continuation's first distribution is the answer's own, bit
             // for bit, or the shared KV blocks are wrong.
             DSPARK_CHECK(j > 0 || std::equal(ps, ps + vocab, p.data()),
                          "block-bound: continuation {} starts from another distribution than the answer", s);
-            const int32_t drawn = draw(ps, vocab, rng);
+            const int32_t drawn = draw(ps);
             c.tokens[static_cast<size_t>(s * K + j)] = drawn;
             slices[s] = {1, static_cast<int32_t>(len + j), forks[s].data()};
             rows.push_back(static_cast<int32_t>(tokens.size()));
