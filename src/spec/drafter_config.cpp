@@ -127,6 +127,7 @@ DrafterConfig DrafterConfig::from_json(const json& root, const std::string& sour
   c.sample_from_anchor = r.get_bool("sample_from_anchor", c.kind == DrafterKind::kDSpark);
   c.markov_rank = r.get_int("markov_rank", 0);
   c.markov_head_type = r.get_string("markov_head_type").value_or("vanilla");
+  c.markov_context_size = r.get_int("markov_context_size", 0);
   c.enable_confidence_head = r.get_bool("enable_confidence_head", false);
   c.confidence_head_with_markov = c.enable_confidence_head && r.get_bool("confidence_head_with_markov", false);
   for (const double t : r.get_numbers("confidence_temperatures")) {
@@ -174,8 +175,16 @@ void DrafterConfig::validate(const std::string& source) const {
                "draft_vocab_size)",
                source, greedy_draft_vocab_size, draft_vocab_size - 1);
   DSPARK_CHECK(markov_rank >= 0, "{}: field 'markov_rank' must be >= 0, got {}", source, markov_rank);
-  DSPARK_CHECK(markov_rank == 0 || markov_head_type == "vanilla",
-               "{}: markov_head_type '{}' is not supported (only vanilla)", source, markov_head_type);
+  DSPARK_CHECK(markov_rank == 0 || markov_head_type == "vanilla" || markov_head_type == "contextual",
+               "{}: markov_head_type '{}' is not supported (vanilla or contextual)", source, markov_head_type);
+  DSPARK_CHECK(markov_context_size >= 0, "{}: field 'markov_context_size' must be >= 0, got {}", source,
+               markov_context_size);
+  DSPARK_CHECK(!contextual_markov() || markov_context_size > 0,
+               "{}: markov_head_type 'contextual' needs a positive 'markov_context_size' (its MLP width)", source);
+  DSPARK_CHECK(contextual_markov() || markov_context_size == 0,
+               "{}: field 'markov_context_size' is {} but the Markov head is not contextual (markov_head_type '{}', "
+               "markov_rank {})",
+               source, markov_context_size, markov_head_type, markov_rank);
   DSPARK_CHECK(!confidence_head_with_markov || enable_confidence_head,
                "{}: confidence_head_with_markov is set but enable_confidence_head is false", source);
   DSPARK_CHECK(!confidence_head_with_markov || markov_rank > 0,
@@ -238,6 +247,7 @@ json DrafterConfig::to_json() const {
   j["sample_from_anchor"] = sample_from_anchor;
   j["markov_rank"] = markov_rank;
   j["markov_head_type"] = markov_head_type;
+  if (contextual_markov()) j["markov_context_size"] = markov_context_size;
   j["enable_confidence_head"] = enable_confidence_head;
   j["confidence_head_with_markov"] = confidence_head_with_markov;
   for (const auto& [field, values] :

@@ -17,8 +17,12 @@
 //                            spec/draft_vocab_head.h). Absent = none.
 //   sample_from_anchor       optional; default true for dspark, false for dflash: whether the
 //                            anchor slot predicts (γ drafts) or not (γ−1 drafts)
-//   markov_rank, markov_head_type ("vanilla"), enable_confidence_head,
-//   confidence_head_with_markov
+//   markov_rank, markov_head_type, enable_confidence_head, confidence_head_with_markov
+//                            markov_head_type "vanilla": the Markov feature of draft j is
+//                            W₁[x_{j−1}]; "contextual": W₁[x_{j−1}] + W_out·SiLU(W_in·[h_j ;
+//                            W₁[x_{j−1}]]) with an MLP of width markov_context_size (required
+//                            then, absent otherwise), so the correction for the previous token
+//                            can depend on the block's state (spec/dspark_heads.h)
 //   confidence_temperatures  optional [num_drafts] floats > 0: Sequential Temperature Scaling
 //                            result; c_j = sigmoid(z_j / T_j). Absent = all 1 (uncalibrated).
 //   confidence_temperatures_sampled  optional, the same for requests that sample (fitted
@@ -48,7 +52,8 @@
 // aux_layer_id_to_capture_layer / capture_layer_to_aux_layer_id are the only conversion.
 //
 // Errors name the file and field: a missing or mistyped field, an unknown model type or
-// architecture, a Markov head type other than vanilla, a confidence head on the Markov
+// architecture, a Markov head type other than vanilla or contextual (or
+// a contextual one without its width), a confidence head on the Markov
 // feature without a Markov head, temperatures of the wrong count. validate_for_target()
 // then checks the drafter against the target it will serve (hidden size, vocabulary,
 // layer ids, mask token id) and names both values.
@@ -83,7 +88,8 @@ struct DrafterConfig {
   int64_t greedy_draft_vocab_size = 0;        // V_g < V_d for greedy requests; 0 = none
   bool sample_from_anchor = true;             // anchor slot predicts: γ drafts, else γ−1
   int64_t markov_rank = 0;                    // 0 = no Markov head
-  std::string markov_head_type = "vanilla";
+  std::string markov_head_type = "vanilla";   // "vanilla" | "contextual"
+  int64_t markov_context_size = 0;            // the contextual head's MLP width; 0 otherwise
   bool enable_confidence_head = false;
   bool confidence_head_with_markov = false;   // confidence sees [h_j ; W₁[x_{j−1}]]
   std::vector<float> confidence_temperatures; // [num_drafts()] or empty (all 1)
@@ -95,6 +101,8 @@ struct DrafterConfig {
 
   // The drafter drafts from V_d < V target tokens (spec/draft_vocab.h).
   bool reduces_vocab() const { return draft_vocab_size < layer.vocab_size; }
+  // The Markov feature depends on h_j as well as x_{j−1}.
+  bool contextual_markov() const { return markov_rank > 0 && markov_head_type == "contextual"; }
   // Drafts one pass can produce: γ with sample_from_anchor, else γ−1.
   int32_t num_drafts() const { return sample_from_anchor ? block_size : block_size - 1; }
   // The engine's capture layers, in fc column order.

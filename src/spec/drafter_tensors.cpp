@@ -50,6 +50,10 @@ std::vector<DrafterTensor> drafter_tensors(const DrafterConfig& c) {
   if (c.markov_rank > 0) {
     add("markov_head.markov_w1.weight", {vocab, c.markov_rank});
     add("markov_head.markov_w2.weight", {draft_vocab, c.markov_rank});
+    if (c.contextual_markov()) {
+      add("markov_head.context_in.weight", {c.markov_context_size, h + c.markov_rank});
+      add("markov_head.context_out.weight", {c.markov_rank, c.markov_context_size});
+    }
   }
   if (c.enable_confidence_head) {
     add("confidence_head.proj.weight", {1, h + (c.confidence_head_with_markov ? c.markov_rank : 0)});

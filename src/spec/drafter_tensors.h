@@ -10,6 +10,8 @@
 //   layers.{i}.mlp.{gate,up,down}_proj.weight (+ .bias with mlp_bias)
 //   layers.{i}.{input,post_attention}_layernorm.weight [H]
 //   markov_head.markov_w1.weight [V, r]   markov_head.markov_w2.weight [V_d, r]   (r > 0)
+//   markov_head.context_in.weight [m, H + r]   markov_head.context_out.weight [r, m]
+//                                              (contextual Markov head, m = markov_context_size)
 //   confidence_head.proj.weight [1, H (+ r with confidence_head_with_markov)],
 //   confidence_head.proj.bias [1]                                   (confidence head)
 //   greedy_vocab.lm_head.weight [V_g, H], greedy_vocab.markov_w2.weight [V_g, r] (r > 0)

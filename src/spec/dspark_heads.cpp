@@ -1,5 +1,6 @@
 #include "spec/dspark_heads.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
@@ -7,21 +8,34 @@
 
 namespace dspark {
 
-DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, DType compute)
+DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, const LinearOptions& linear)
     : vocab_(c.layer.vocab_size),
       hidden_(c.layer.hidden_size),
       rank_(c.markov_rank),
-      confidence_with_markov_(c.confidence_head_with_markov) {
+      confidence_with_markov_(c.confidence_head_with_markov),
+      context_size_(c.contextual_markov() ? c.markov_context_size : 0) {
   if (rank_ > 0) {
     const int64_t shape[2] = {vocab_, rank_};
     std::vector<float> w1 = store.load_f32("markov_head.markov_w1.weight", shape);
-    if (compute == DType::kF32) {
+    if (linear.compute == DType::kF32) {
       w1_f32_ = std::move(w1);
     } else {
       w1_bf16_.resize(w1.size());
       convert_f32_to_bf16(w1.data(), w1_bf16_.data(), w1.size());
     }
     feature_.resize(rank_);
+  }
+  if (context_size_ > 0) {
+    const int64_t in = hidden_ + rank_;
+    const int64_t in_shape[2] = {context_size_, in};
+    const int64_t out_shape[2] = {rank_, context_size_};
+    context_in_ = std::make_unique<Linear>(store.load_f32("markov_head.context_in.weight", in_shape), context_size_,
+                                           in, std::span<const float>{}, linear);
+    context_out_ = std::make_unique<Linear>(store.load_f32("markov_head.context_out.weight", out_shape), rank_,
+                                            context_size_, std::span<const float>{}, linear);
+    context_x_.resize(linear.max_rows * in);
+    context_mid_.resize(linear.max_rows * context_size_);
+    context_delta_.resize(linear.max_rows * rank_);
   }
   if (c.enable_confidence_head) {
     const int64_t width = hidden_ + (confidence_with_markov_ ? rank_ : 0);
@@ -41,8 +55,26 @@ void DSparkHeads::markov_row(int32_t token, float* out) const {
   }
 }
 
-void DSparkHeads::markov_features(const int32_t* prev_tokens, int64_t n, float* out) const {
+void DSparkHeads::markov_features(const int32_t* prev_tokens, const float* const* hidden, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) markov_row(prev_tokens[i], out + i * rank_);
+  if (context_size_ == 0 || n == 0) return;
+  const int64_t in = hidden_ + rank_;
+  for (int64_t i = 0; i < n; ++i) {
+    float* x = context_x_.data() + i * in;
+    std::memcpy(x, hidden[i], hidden_ * sizeof(float));
+    std::memcpy(x + hidden_, out + i * rank_, rank_ * sizeof(float));
+  }
+  context_in_->forward(context_x_.data(), context_mid_.data(), n);
+  for (int64_t i = 0; i < n * context_size_; ++i) {
+    const float v = context_mid_[i];
+    context_mid_[i] = v / (1.0f + std::exp(-v));
+  }
+  context_out_->forward(context_mid_.data(), context_delta_.data(), n);
+  for (int64_t i = 0; i < n * rank_; ++i) out[i] += context_delta_[i];
+}
+
+size_t DSparkHeads::weight_bytes() const {
+  return context_in_ ? context_in_->weight_bytes() + context_out_->weight_bytes() : 0;
 }
 
 float DSparkHeads::confidence_logit(const float* hidden, int32_t prev_token) const {

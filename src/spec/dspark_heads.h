@@ -1,21 +1,30 @@
 // The sequential heads DSpark adds on top of the parallel block backbone (DESIGN §4):
 //
-//  Markov head (vanilla, rank r): logits_j = U_j + W₂·W₁[x_{j−1}], W₁: [V, r] an embedding
-//    of the previous token (x₀ = the anchor), W₂: [V_h, r] (markov_w2 is Linear(r → V_h), so
-//    the bias is the matrix-vector product W₂ · W₁[x]). W₁ lives here; W₂ has a row per
-//    drafted token, so it belongs to each draft vocabulary's head (spec/draft_vocab_head.h).
+//  Markov head (rank r): logits_j = U_j + W₂·f_j with the Markov feature f_j [r]:
+//    vanilla     f_j = W₁[x_{j−1}], W₁: [V, r] an embedding of the previous token (x₀ = the
+//                anchor): a bigram correction, the same whatever the context;
+//    contextual  f_j = W₁[x_{j−1}] + W_out·SiLU(W_in·[h_j ; W₁[x_{j−1}]]), W_in: [m, H + r],
+//                W_out: [r, m]: the correction for the previous token can depend on the
+//                block's state (which continuation x_{j−1} picked out). With W_out = 0 it is
+//                the vanilla head, which is how one is grown from a trained vanilla head.
+//    W₂: [V_h, r] (markov_w2 is Linear(r → V_h), so the bias is the matrix-vector product
+//    W₂ · f_j). W₁ and the MLP live here; W₂ has a row per drafted token, so it belongs to
+//    each draft vocabulary's head (spec/draft_vocab_head.h).
 //  Confidence head: z_j = w·[h_j ; W₁[x_{j−1}]] + b (the W₁ part only with
 //    confidence_head_with_markov), h_j the block's final-norm hidden state at the slot that
 //    produced U_j; the proposer reports c_j = sigmoid(z_j / T_j) with the calibrated T_j.
 //
-// With compute = bf16 the W₁ table is kept in bf16 (like the embedding table), so the
-// Markov and confidence features are bf16 values.
+// With compute = bf16 the W₁ table is kept in bf16 (like the embedding table), so W₁[x]
+// is a bf16 value; the MLP runs on the Linear kernels (batch invariant: a row's feature
+// never depends on how many requests draft beside it).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/linear.h"
 #include "loader/safetensors.h"
 #include "spec/drafter_config.h"
 
@@ -23,13 +32,17 @@ namespace dspark {
 
 class DSparkHeads {
  public:
-  DSparkHeads(const DrafterConfig& config, const WeightStore& weights, DType compute);
+  // linear: the options of the contextual MLP's products; linear.max_rows bounds n below.
+  DSparkHeads(const DrafterConfig& config, const WeightStore& weights, const LinearOptions& linear);
 
   bool has_markov() const { return rank_ > 0; }
   bool has_confidence() const { return !confidence_w_.empty(); }
+  // The contextual MLP's packed weights (0 for a vanilla head): streamed once per position.
+  size_t weight_bytes() const;
 
-  // out[i] = W₁[prev_tokens[i]] as f32 for i < n: [n, rank], the Markov features W₂ multiplies.
-  void markov_features(const int32_t* prev_tokens, int64_t n, float* out) const;
+  // out[i] = f_j of draft row i < n, x_{j−1} = prev_tokens[i], h_j = hidden[i] (a row of
+  // [hidden] floats; read only by the contextual head): [n, rank], what W₂ multiplies.
+  void markov_features(const int32_t* prev_tokens, const float* const* hidden, int64_t n, float* out);
 
   // z_j (before the temperature): hidden [hidden], prev_token = x_{j−1}.
   float confidence_logit(const float* hidden, int32_t prev_token) const;
@@ -41,11 +54,17 @@ class DSparkHeads {
   int64_t hidden_;
   int64_t rank_;
   bool confidence_with_markov_;
+  int64_t context_size_;             // m, 0 for the vanilla head
   std::vector<float> w1_f32_;        // [vocab, rank] when compute is f32
   std::vector<uint16_t> w1_bf16_;    // [vocab, rank] when compute is bf16
   std::vector<float> confidence_w_;  // [hidden (+ rank)] or empty
   float confidence_b_ = 0.0f;
   mutable std::vector<float> feature_;  // [rank]
+  std::unique_ptr<Linear> context_in_;   // W_in [m, hidden + rank] (contextual head)
+  std::unique_ptr<Linear> context_out_;  // W_out [rank, m]
+  std::vector<float> context_x_;         // [max_rows, hidden + rank] [h_j ; W₁[x_{j−1}]]
+  std::vector<float> context_mid_;       // [max_rows, m] SiLU(W_in · x)
+  std::vector<float> context_delta_;     // [max_rows, rank] W_out · mid
 };
 
 }  // namespace dspark

@@ -164,7 +164,8 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
                        ? std::make_unique<DraftVocabHead>(
                              make_vocab_head(config_, drafter, target, "greedy_vocab.", options_, max_block_rows_))
                        : nullptr),
-      heads_(config_, drafter, options_.compute),
+      heads_(config_, drafter,
+             LinearOptions{options_.compute, options_.max_running, LinearBackend::kAuto, options_.quantization}),
       rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + block_,
             rope_attention_factor(config_.layer)),
       kv_(config_.layer, kv_options(options_, block_)),
@@ -189,6 +190,7 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       active_of_request_(options_.max_running, -1),
       markov_prev_(options_.max_running),
       markov_rows_(options_.max_running),
+      markov_hidden_(options_.max_running),
       markov_in_(options_.max_running * config_.markov_rank) {
   layers_.reserve(config_.layer.num_hidden_layers);
   // A block row sees num_keys = context + block keys: a window of context_window + block
@@ -233,7 +235,7 @@ ProposerCapabilities DSparkProposer::capabilities() const {
 }
 
 size_t DSparkProposer::weight_bytes() const {
-  size_t total = fc_.weight_bytes() + vocab_head_.weight_bytes();
+  size_t total = fc_.weight_bytes() + vocab_head_.weight_bytes() + heads_.weight_bytes();
   for (const DraftLayer& l : layers_) total += l.weight_bytes();
   return total;
 }
@@ -446,7 +448,7 @@ bool DSparkProposer::draft_by_repeat_lookup(const DraftRequest& r, SlotState& s)
 }
 
 // The sequential stage: position by position, every request still drafting gets its Markov
-// term (one batched W₂ product), its transform and its draw.
+// term (one batched feature computation and W₂ product), its transform and its draw.
 void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) {
   const int32_t first_slot = config_.sample_from_anchor ? 0 : 1;
   int32_t longest = 0;
@@ -460,10 +462,11 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
         if (a.num_drafts <= j || head == nullptr || a.head != head) continue;
         markov_prev_[n] = j == 0 ? requests[a.request].tokens.back() : slots_[a.slot].drafts[j - 1];
         markov_rows_[n] = head->row(a.logit_row + j);
+        markov_hidden_[n] = x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_;
         ++n;
       }
       if (!heads_.has_markov() || n == 0) continue;
-      heads_.markov_features(markov_prev_.data(), n, markov_in_.data());
+      heads_.markov_features(markov_prev_.data(), markov_hidden_.data(), n, markov_in_.data());
       head->add_markov_bias(markov_in_.data(), n, markov_rows_.data());
     }
     for (const Active& a : active_) {

@@ -131,7 +131,7 @@ class DSparkProposer final : public Proposer {
   const EmbeddingTable& embedding() const { return *embedding_; }
   const Linear& lm_head() const { return vocab_head_.lm_head(); }
   // Bytes of weights one propose() for sampled requests streams (layers, fc, LM head, Markov
-  // W₂); greedy requests stream the greedy vocabulary's smaller head instead, when there is one.
+  // W₂ and a contextual head's MLP); greedy requests stream the greedy vocabulary's smaller head instead, when there is one.
   size_t weight_bytes() const;
   // Drafter KV blocks held by all slots (bounded by the context window when one is set).
   int64_t kv_blocks_in_use() const { return allocator_.num_used(); }
@@ -234,7 +234,8 @@ class DSparkProposer final : public Proposer {
   std::vector<int32_t> active_of_request_;  // [max_running] index into active_, or -1
   std::vector<int32_t> markov_prev_;  // [max_running]
   std::vector<float*> markov_rows_;   // [max_running] logits rows the Markov term goes to
-  std::vector<float> markov_in_;      // [max_running, markov_rank] their W₁[x_{j−1}]
+  std::vector<const float*> markov_hidden_;  // [max_running] their h_j rows in x_ (contextual head)
+  std::vector<float> markov_in_;      // [max_running, markov_rank] their Markov features f_j
   std::vector<int32_t> history_;      // committed + drafts, for the repetition penalty
 };
 

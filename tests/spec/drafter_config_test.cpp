@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <functional>
+#include <map>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -142,6 +143,20 @@ TEST(DrafterConfig, WriterRoundTrips) {
   EXPECT_EQ(DrafterConfig::from_json(shifted.to_json(), "written"), shifted);
   EXPECT_EQ(shifted.confidence_repeat_shift(false), -0.75f);
   EXPECT_EQ(shifted.confidence_repeat_shift(true), 3.0f);
+  // A contextual Markov head: its width written, read back, and its two MLP tensors listed.
+  EXPECT_FALSE(c.to_json().contains("markov_context_size"));
+  DrafterConfig contextual = c;
+  contextual.markov_head_type = "contextual";
+  contextual.markov_context_size = 96;
+  EXPECT_EQ(contextual.to_json()["markov_context_size"], 96);
+  EXPECT_EQ(DrafterConfig::from_json(contextual.to_json(), "written"), contextual);
+  EXPECT_TRUE(contextual.contextual_markov() && !c.contextual_markov());
+  std::map<std::string, std::vector<int64_t>> mlp;
+  for (const auto& t : drafter_tensors(contextual))
+    if (t.name.starts_with("markov_head.context_")) mlp[t.name] = t.shape;
+  const int64_t h = c.layer.hidden_size, r = c.markov_rank;
+  EXPECT_EQ(mlp, (std::map<std::string, std::vector<int64_t>>{{"markov_head.context_in.weight", {96, h + r}},
+                                                              {"markov_head.context_out.weight", {r, 96}}}));
   DrafterConfig d = c;
   d.kind = DrafterKind::kDFlash;
   d.architecture = "DFlashDraftModel";
@@ -207,6 +222,13 @@ TEST(DrafterConfig, ParseErrorsNameTheField) {
       {[](json& j) { j["aux_hidden_state_layer_ids"] = {3, 3}; }, "aux_hidden_state_layer_ids repeats 3"},
       {[](json& j) { j["aux_hidden_state_layer_ids"] = 3; }, "'aux_hidden_state_layer_ids' must be a list of integers"},
       {[](json& j) { j["markov_head_type"] = "gated"; }, "markov_head_type 'gated' is not supported"},
+      {[](json& j) { j["markov_head_type"] = "contextual"; }, "'contextual' needs a positive 'markov_context_size'"},
+      {[](json& j) { j["markov_context_size"] = 64; }, "'markov_context_size' is 64 but the Markov head is not contextual"},
+      {[](json& j) {
+         j["markov_head_type"] = "contextual";
+         j["markov_context_size"] = -3;
+       },
+       "field 'markov_context_size' must be >= 0, got -3"},
       {[](json& j) { j["markov_rank"] = 0; }, "confidence_head_with_markov needs a Markov head"},
       {[](json& j) { j["enable_confidence_head"] = "yes"; }, "'enable_confidence_head' must be true or false"},
       {[](json& j) { j["confidence_temperatures"] = {1.0, 2.0}; }, "'confidence_temperatures' has 2 entries; the drafter makes 7"},

@@ -56,7 +56,7 @@ std::filesystem::path write_random_drafter(const DrafterConfig& config, const st
     for (int64_t d : t.shape) n *= d;
     std::vector<float> v(n);
     const bool is_norm = t.shape.size() == 1 && t.name.ends_with("norm.weight");
-    const bool is_markov = t.name.starts_with("markov_head.");
+    const bool is_markov = t.name.starts_with("markov_head.markov_");
     // Uniform entries scaled by 1/sqrt(fan-in) keep activations O(1); norms near one.
     const float scale = is_markov ? spec.markov_scale
                         : t.shape.size() == 2 ? 1.5f / std::sqrt(static_cast<float>(t.shape[1]))

@@ -24,7 +24,7 @@ DrafterConfig make_drafter_config(const ModelConfig& target, DrafterKind kind, s
 struct DrafterWeightsSpec {
   uint64_t seed = 7;
   DType file_dtype = DType::kF32;
-  float markov_scale = 1.0f;        // scale of W₁ and W₂ entries
+  float markov_scale = 1.0f;        // scale of W₁ and W₂ entries (a contextual head's MLP: by fan-in)
   bool own_embeddings = false;      // also write embed_tokens.weight / lm_head.weight
   // Optional override of one tensor's values after random init (name, values).
   std::function<void(const std::string& name, std::vector<float>& values)> edit;

@@ -6,7 +6,8 @@
 
 namespace dspark::testing {
 
-DrafterSetup make_setup(DrafterKind kind, const std::string& name, bool own_embeddings, bool tied_target) {
+DrafterSetup make_setup(DrafterKind kind, const std::string& name, bool own_embeddings, bool tied_target,
+                        int64_t markov_context_size) {
   testing::TinyModelSpec spec;
   spec.num_layers = 3;
   spec.tie_word_embeddings = tied_target;
@@ -16,6 +17,10 @@ DrafterSetup make_setup(DrafterKind kind, const std::string& name, bool own_embe
   s.target = ModelConfig::from_file(s.target_dir);
   s.config = testing::make_drafter_config(s.target, kind, {1, 3}, /*block_size=*/4, /*num_layers=*/2);
   if (kind == DrafterKind::kDSpark) s.config.confidence_temperatures = {1.0f, 1.5f, 2.0f, 0.5f};
+  if (markov_context_size > 0) {
+    s.config.markov_head_type = "contextual";
+    s.config.markov_context_size = markov_context_size;
+  }
   testing::DrafterWeightsSpec w;
   w.own_embeddings = own_embeddings;
   s.drafter_dir = testing::write_random_drafter(s.config, testing::make_temp_dir(name + "-drafter"), w);

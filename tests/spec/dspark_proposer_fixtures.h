@@ -24,8 +24,9 @@ struct DrafterSetup {
 };
 
 // A 3-layer target and a 2-layer drafter (aux layers 1 and 3, block 4) written under
-// temporary directories named after `name`.
-DrafterSetup make_setup(DrafterKind kind, const std::string& name, bool own_embeddings = false, bool tied_target = false);
+// temporary directories named after `name`; markov_context_size > 0: a contextual Markov head.
+DrafterSetup make_setup(DrafterKind kind, const std::string& name, bool own_embeddings = false, bool tied_target = false,
+                        int64_t markov_context_size = 0);
 // One shared setup per kind, written on first use.
 const DrafterSetup& setup(DrafterKind kind);
 

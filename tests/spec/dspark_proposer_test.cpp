@@ -2,7 +2,8 @@
 // random tiny target + random drafter: base logits U_j, Markov-corrected logits, final
 // hidden states and confidences (f32: tight tolerance; bf16: a stated looser one), the
 // sampling transform of q, rollback (the next round sees exactly the committed context),
-// chunking and batching invariance, loading a published-shaped drafter, and load errors.
+// chunking and batching invariance (also of a contextual Markov head), loading a
+// published-shaped drafter, and load errors.
 // Draft vocabularies: dspark_draft_vocab_test.cpp.
 #include "spec/dspark_proposer.h"
 
@@ -120,6 +121,53 @@ TEST(DSparkProposer, ParityWithReferenceF32) { check_parity(setup(DrafterKind::k
 TEST(DSparkProposer, ParityWithReferenceBF16) { check_parity(setup(DrafterKind::kDSpark), DType::kBF16, kBF16); }
 TEST(DSparkProposer, DFlashParityWithReferenceF32) { check_parity(setup(DrafterKind::kDFlash), DType::kF32, kF32); }
 TEST(DSparkProposer, DFlashParityWithReferenceBF16) { check_parity(setup(DrafterKind::kDFlash), DType::kBF16, kBF16); }
+
+const DrafterSetup& contextual_setup() {
+  static const DrafterSetup s = make_setup(DrafterKind::kDSpark, "dspark-contextual", false, false, 12);
+  return s;
+}
+
+TEST(DSparkProposer, ContextualMarkovParityWithReferenceF32) { check_parity(contextual_setup(), DType::kF32, kF32); }
+TEST(DSparkProposer, ContextualMarkovParityWithReferenceBF16) { check_parity(contextual_setup(), DType::kBF16, kBF16); }
+
+// The contextual head's MLP runs once per position for every request drafting; a request's
+// logits and confidences are the same bits alone as in a batch of three (bf16 and f32).
+TEST(DSparkProposer, ContextualMarkovDraftsDoNotDependOnTheBatch) {
+  const DrafterSetup& s = contextual_setup();
+  const SamplingParams sp = greedy_params();
+  const std::vector<int64_t> lengths = {9, 14, 4};
+  for (DType compute : {DType::kBF16, DType::kF32}) {
+    std::vector<std::vector<std::vector<float>>> contexts;
+    std::vector<std::vector<int32_t>> tokens;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      contexts.push_back(random_context(s, lengths[r], 300 + r));
+      tokens.push_back(random_tokens(lengths[r] + 1, 400 + r));
+    }
+    auto batched = make_proposer(s, compute);
+    std::vector<DraftRequest> requests;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      observe(*batched, static_cast<int32_t>(r), contexts[r], 0, static_cast<int32_t>(lengths[r]));
+      requests.push_back({static_cast<int32_t>(r), tokens[r], &sp, nullptr, s.config.num_drafts()});
+    }
+    std::vector<Draft> drafts(requests.size());
+    batched->propose(requests, drafts);
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      auto alone = make_proposer(s, compute);
+      observe(*alone, 1, contexts[r], 0, static_cast<int32_t>(lengths[r]));
+      const DraftRequest one{1, tokens[r], &sp, nullptr, s.config.num_drafts()};
+      Draft d;
+      alone->propose({&one, 1}, {&d, 1});
+      const auto want = alone->inspect(0);
+      const auto got = batched->inspect(r);
+      ASSERT_EQ(got.logits.size(), want.logits.size());
+      EXPECT_EQ(0, std::memcmp(got.logits.data(), want.logits.data(), want.logits.size_bytes())) << "request " << r;
+      EXPECT_EQ(0, std::memcmp(got.confidence_logits.data(), want.confidence_logits.data(),
+                               want.confidence_logits.size_bytes()));
+      EXPECT_EQ(std::vector<int32_t>(d.tokens.begin(), d.tokens.end()),
+                std::vector<int32_t>(drafts[r].tokens.begin(), drafts[r].tokens.end()));
+    }
+  }
+}
 
 TEST(DSparkProposer, OwnEmbeddingsAndTiedTargetParity) {
   static const DrafterSetup own = make_setup(DrafterKind::kDSpark, "own-embed", /*own_embeddings=*/true);

@@ -1,5 +1,7 @@
 #include "spec/reference_drafter.h"
 
+#include <cmath>
+
 #include "core/dtype.h"
 #include "loader/safetensors.h"
 
@@ -27,6 +29,10 @@ ReferenceDrafter::ReferenceDrafter(const std::filesystem::path& drafter_dir, con
     w1_ = ref::load(d, "markov_head.markov_w1.weight", {v, config_.markov_rank});
     w2_ = ref::load(d, "markov_head.markov_w2.weight", {v, config_.markov_rank});
     if (bf16_) for (float& x : w1_) x = dspark::round_to_bf16(x);  // the engine keeps a bf16 table
+    if (config_.contextual_markov()) {
+      context_in_ = ref::load(d, "markov_head.context_in.weight", {config_.markov_context_size, h + config_.markov_rank});
+      context_out_ = ref::load(d, "markov_head.context_out.weight", {config_.markov_rank, config_.markov_context_size});
+    }
   }
   if (config_.enable_confidence_head) {
     conf_w_ = ref::load(d, "confidence_head.proj.weight",
@@ -100,7 +106,17 @@ ReferenceDrafter::Output ReferenceDrafter::forward(const std::vector<std::vector
     std::vector<float> corrected = u;
     const float* w1_row = r > 0 ? w1_.data() + static_cast<int64_t>(prev_tokens[j]) * r : nullptr;
     if (r > 0) {
-      const std::vector<float> bias = ref::matvec(w1_row, w2_, {}, vocab, r, bf16_);
+      std::vector<float> feature(w1_row, w1_row + r);  // f_j
+      if (config_.contextual_markov()) {
+        const int64_t m = config_.markov_context_size;
+        std::vector<float> in = hj;
+        in.insert(in.end(), feature.begin(), feature.end());
+        std::vector<float> mid = ref::matvec(in.data(), context_in_, {}, m, h + r, bf16_);
+        for (float& a : mid) a = static_cast<float>(a / (1.0 + std::exp(-static_cast<double>(a))));
+        const std::vector<float> delta = ref::matvec(mid.data(), context_out_, {}, r, m, bf16_);
+        for (int64_t i = 0; i < r; ++i) feature[i] += delta[i];
+      }
+      const std::vector<float> bias = ref::matvec(feature.data(), w2_, {}, vocab, r, bf16_);
       for (int64_t i = 0; i < vocab; ++i) corrected[i] += bias[i];
     }
     out.logits.insert(out.logits.end(), corrected.begin(), corrected.end());

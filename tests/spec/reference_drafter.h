@@ -8,7 +8,8 @@
 //   layer:  keys/values of ctx (k_norm, RoPE at p) and of the normed block; every block
 //           query sees all of them; pre-norm residual attention + SwiGLU MLP
 //   h       = norm(block);  U_j = lm_head(h[slot(j)]), slot(j) = j−1 (DSpark) or j (DFlash)
-//   logits_j = U_j + W₂·W₁[x_{j−1}] (x₀ = anchor);  z_j = w·[h_slot(j) ; W₁[x_{j−1}]] + b
+//   logits_j = U_j + W₂·f_j, f_j = W₁[x_{j−1}] (x₀ = anchor), plus for a contextual head
+//           W_out·SiLU(W_in·[h_slot(j) ; W₁[x_{j−1}]]);  z_j = w·[h_slot(j) ; W₁[x_{j−1}]] + b
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,7 @@ class ReferenceDrafter {
   DrafterConfig config_;
   bool bf16_;
   std::vector<float> embed_, lm_head_, fc_, hidden_norm_, final_norm_, w1_, w2_, conf_w_;
+  std::vector<float> context_in_, context_out_;  // contextual Markov head [m, H + r], [r, m]
   float conf_b_ = 0.0f;
   std::vector<ref::LayerWeights> layers_;
 };

@@ -34,6 +34,7 @@ namespace fs = std::filesystem;
 struct Case {
   bool qwen3;
   DrafterKind kind;
+  int64_t markov_context_size = 0;  // > 0: a contextual Markov head
 };
 
 class DrafterParityTest : public ::testing::TestWithParam<Case> {
@@ -97,12 +98,14 @@ TEST_P(DrafterParityTest, EngineProposerMatchesTheTrainerModule) {
   shape.aux_layer_ids = {1, 3};
   shape.mask_token_id = 2;
   shape.markov_rank = 8;
+  shape.markov_context_size = c.markov_context_size;
   shape.verifier_name_or_path = (root_ / "target").string();
   auto drafter = make_drafter(make_drafter_config(target->config(), shape), *target, 0.3, 9);
   for (auto& item : drafter->named_parameters()) {  // non-trivial norms / heads / biases
     const std::string& name = item.key();
     if (name.find("norm") != std::string::npos) item.value().uniform_(0.5, 1.5);
-    if (name.find("markov_w2") != std::string::npos || name.find("bias") != std::string::npos)
+    if (name.find("markov_w2") != std::string::npos || name.find("context_out") != std::string::npos ||
+        name.find("bias") != std::string::npos)
       item.value().normal_(0.0, 0.5);
   }
   const DrafterConfig& dc = drafter->config();
@@ -193,10 +196,11 @@ TEST_P(DrafterParityTest, EngineProposerMatchesTheTrainerModule) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, DrafterParityTest,
                          ::testing::Values(Case{false, DrafterKind::kDSpark}, Case{true, DrafterKind::kDSpark},
-                                           Case{true, DrafterKind::kDFlash}),
+                                           Case{true, DrafterKind::kDFlash}, Case{true, DrafterKind::kDSpark, 16}),
                          [](const auto& info) {
                            return std::string(info.param.qwen3 ? "Qwen3" : "Llama") +
-                                  (info.param.kind == DrafterKind::kDSpark ? "DSpark" : "DFlash");
+                                  (info.param.kind == DrafterKind::kDSpark ? "DSpark" : "DFlash") +
+                                  (info.param.markov_context_size > 0 ? "ContextualMarkov" : "");
                          });
 
 TEST(DrafterExportTest, Bf16ExportLoadsAndConfigRoundTrips) {

@@ -1,8 +1,9 @@
 // The libtorch block drafter: one masked forward over many anchor blocks against a naive
 // per-block reference (double precision, one block at a time, full attention over the
 // context before the anchor and the block itself; f32 tolerance 2e-5), the attention mask
-// on a tiny case, block independence, the DSpark heads, the DFlash slot offset, and growing
-// a drafter (drafter_grow.h).
+// on a tiny case, block independence, the DSpark heads (vanilla and contextual Markov), the
+// DFlash slot offset, and growing a drafter (drafter_grow.h).
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -69,10 +70,17 @@ std::shared_ptr<DrafterImpl> make(const DrafterConfig& c, uint64_t seed) {
   for (auto& item : d->named_parameters()) {
     const std::string& name = item.key();
     if (name.find("norm") != std::string::npos) item.value().uniform_(0.5, 1.5);
-    if (name.find("markov_w2") != std::string::npos || name.find("bias") != std::string::npos)
+    if (name.find("markov_w2") != std::string::npos || name.find("context_out") != std::string::npos ||
+        name.find("bias") != std::string::npos)
       item.value().normal_(0.0, 0.3);
   }
   return d;
+}
+
+DrafterConfig contextual(DrafterConfig c, int64_t width) {
+  c.markov_head_type = "contextual";
+  c.markov_context_size = width;
+  return c;
 }
 
 std::map<std::string, Vec> weights_of(const DrafterImpl& d) {
@@ -320,6 +328,54 @@ TEST(DrafterHeadsTest, MarkovAndConfidenceFollowTheirDefinitions) {
   }
 }
 
+// f_j = W₁[x] + W_out·SiLU(W_in·[h ; W₁[x]]), logits = U + W₂·f_j; the confidence head
+// still sees W₁[x] (spec/dspark_heads.h).
+TEST(DrafterHeadsTest, ContextualMarkovFollowsItsDefinition) {
+  const DrafterConfig dc = contextual(drafter_config(true, DrafterKind::kDSpark), 10);
+  auto d = make(dc, 23);
+  const auto w = weights_of(*d);
+  at::manual_seed(11);
+  auto h = at::randn({3, dc.layer.hidden_size});
+  auto prev = at::tensor(std::vector<int64_t>{1, 7, 39}, at::kLong);
+  at::NoGradGuard no_grad;
+  const Vec logits = to_vec(d->draft_logits(h, prev));
+  const Vec hv = to_vec(h), head = to_vec(d->lm_head());
+  const int64_t hs = dc.layer.hidden_size, v = dc.layer.vocab_size, r = dc.markov_rank, m = dc.markov_context_size;
+  const Vec& w1 = w.at("markov_head.markov_w1.weight");
+  const Vec& w2 = w.at("markov_head.markov_w2.weight");        // [V, r]
+  const Vec& w_in = w.at("markov_head.context_in.weight");     // [m, H + r]
+  const Vec& w_out = w.at("markov_head.context_out.weight");   // [r, m]
+  double largest_context_term = 0;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t x = prev[i].item<int64_t>();
+    Vec in(hv.begin() + i * hs, hv.begin() + (i + 1) * hs);
+    in.insert(in.end(), w1.begin() + x * r, w1.begin() + (x + 1) * r);
+    Vec mid(m), f(w1.begin() + x * r, w1.begin() + (x + 1) * r);
+    for (int64_t a = 0; a < m; ++a) {
+      double s = 0;
+      for (int64_t e = 0; e < hs + r; ++e) s += w_in[a * (hs + r) + e] * in[e];
+      mid[a] = s / (1 + std::exp(-s));
+    }
+    for (int64_t e = 0; e < r; ++e) {
+      double s = 0;
+      for (int64_t a = 0; a < m; ++a) s += w_out[e * m + a] * mid[a];
+      f[e] += s;
+      largest_context_term = std::max(largest_context_term, std::abs(s));
+    }
+    for (int64_t t = 0; t < v; ++t) {
+      double u = 0, bias = 0;
+      for (int64_t e = 0; e < hs; ++e) u += head[t * hs + e] * hv[i * hs + e];
+      for (int64_t e = 0; e < r; ++e) bias += w2[t * r + e] * f[e];
+      ASSERT_NEAR(logits[i * v + t], u + bias, 1e-4);
+    }
+  }
+  EXPECT_GT(largest_context_term, 0.05);  // the MLP term is not negligible in this check
+  // The confidence head is the vanilla one's: h and W₁[x] only.
+  auto vanilla = make(drafter_config(true, DrafterKind::kDSpark), 23);
+  for (auto& item : vanilla->named_parameters()) item.value().copy_(d->named_parameters()[item.key()]);
+  EXPECT_TRUE(at::equal(vanilla->confidence_logits(h, prev), d->confidence_logits(h, prev)));
+}
+
 TEST(DrafterHeadsTest, DFlashDraftsFromTheSlotsAfterTheAnchor) {
   const DrafterConfig dc = drafter_config(false, DrafterKind::kDFlash);
   auto d = make(dc, 31);
@@ -384,6 +440,45 @@ TEST(DrafterGrowTest, StartsAsItsSourceAndLearnsThroughTheAdditions) {
   EXPECT_THROW(grow_drafter(*source, DrafterGrowth{dc.layer.num_hidden_layers, dc.markov_rank - 1}, 0.2, 3), Error);
   auto dflash = make(drafter_config(false, DrafterKind::kDFlash), 43);
   EXPECT_THROW(grow_drafter(*dflash, DrafterGrowth{dc.layer.num_hidden_layers, 4}, 0.2, 3), Error);
+}
+
+// A vanilla Markov head grown into a contextual one (and a contextual one widened) drafts
+// exactly as before; the MLP's output layer takes gradient; narrowing is refused.
+TEST(DrafterGrowTest, AVanillaMarkovHeadBecomesContextualUnchanged) {
+  const DrafterConfig dc = drafter_config(true, DrafterKind::kDSpark);
+  auto source = make(dc, 45);
+  const int64_t layers = dc.layer.num_hidden_layers, r = dc.markov_rank;
+  auto grown = grow_drafter(*source, DrafterGrowth{layers, r, 12}, 0.2, 3);
+  EXPECT_TRUE(grown->config().contextual_markov());
+  EXPECT_EQ(grown->config().markov_context_size, 12);
+
+  at::manual_seed(6);
+  auto h = at::randn({2, 3, dc.num_drafts(), dc.layer.hidden_size});
+  auto prev = at::randint(0, dc.layer.vocab_size, {2, 3, dc.num_drafts()}, at::TensorOptions().dtype(at::kLong));
+  {
+    at::NoGradGuard no_grad;
+    EXPECT_TRUE(at::equal(source->draft_logits(h, prev), grown->draft_logits(h, prev)));
+    EXPECT_TRUE(at::equal(source->confidence_logits(h, prev), grown->confidence_logits(h, prev)));
+  }
+  grown->draft_logits(h, prev).logsumexp(-1).sum().backward();
+  auto out_grad = grown->named_parameters()["markov_head.context_out.weight"].grad();
+  ASSERT_TRUE(out_grad.defined());
+  EXPECT_GT(out_grad.abs().sum().item<double>(), 0.0);
+
+  // Widening a trained contextual head (W_out no longer zero) in rank and width: the new W₁
+  // columns must not reach the old MLP units.
+  {
+    at::NoGradGuard no_grad;
+    grown->named_parameters()["markov_head.context_out.weight"].normal_(0.0, 0.3);
+    auto wider = grow_drafter(*grown, DrafterGrowth{layers, r + 2, 20}, 0.2, 4);
+    EXPECT_EQ(wider->config().markov_context_size, 20);
+    EXPECT_EQ(wider->config().markov_rank, r + 2);
+    EXPECT_TRUE(at::allclose(grown->draft_logits(h, prev), wider->draft_logits(h, prev), 1e-5, 1e-5));
+    EXPECT_THROW(grow_drafter(*wider, DrafterGrowth{layers, r + 2, 16}, 0.2, 3), Error);
+  }
+
+  auto dflash = make(drafter_config(true, DrafterKind::kDFlash), 47);
+  EXPECT_THROW(grow_drafter(*dflash, DrafterGrowth{layers, 0, 8}, 0.2, 3), Error);
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ void add_draft_command(CLI::App& app) {
   cmd->add_option("--grow-markov-rank", o->grow_markov_rank,
                   "With --init-from: widen the Markov head to this rank, inert at first (0: the source's)")
       ->capture_default_str();
+  cmd->add_option("--grow-markov-context-size", o->grow_markov_context_size,
+                  "With --init-from: make the Markov head contextual with an MLP this wide (or widen it), inert at "
+                  "first (0: the source's)")
+      ->capture_default_str();
   cmd->add_option("--kind", o->kind, "dspark or dflash")->capture_default_str();
   cmd->add_option("--block-size", o->block_size, "Block size gamma")->capture_default_str();
   cmd->add_option("--layers", o->layers, "Draft decoder layers")->capture_default_str();
@@ -42,6 +46,9 @@ void add_draft_command(CLI::App& app) {
   cmd->add_option("--mask-token-id", o->mask_token_id, "Mask token id (-1: the tokenizer's <|mask|>)")
       ->capture_default_str();
   cmd->add_option("--markov-rank", o->markov_rank, "Markov head rank (DSpark; 0 disables)")->capture_default_str();
+  cmd->add_option("--markov-context-size", o->markov_context_size,
+                  "Contextual Markov head: its MLP width over [h_j ; W1[x_{j-1}]] (DSpark; 0: the vanilla head)")
+      ->capture_default_str();
   cmd->add_option("--confidence-head", o->confidence_head, "Train the confidence head (DSpark)")->capture_default_str();
   cmd->add_option("--val-fraction", o->val_fraction, "Held-out regen records (id hash)")->capture_default_str();
   cmd->add_option("--max-len", o->max_len, "Sequence cap in tokens")->capture_default_str();

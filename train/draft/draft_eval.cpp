@@ -70,7 +70,7 @@ DraftEvalResult evaluate_drafter(const CausalLmImpl& target, const DrafterImpl& 
       for (int64_t j = 0; j < d; ++j) {
         auto h_j = f.hidden.select(2, j);
         auto l_j = u.select(2, j);
-        if (drafter.has_markov()) l_j = l_j + drafter.markov_bias(prev).to(l_j.scalar_type());
+        if (drafter.has_markov()) l_j = l_j + drafter.markov_bias(h_j, prev).to(l_j.scalar_type());
         if (drafter.has_confidence()) {
           zs.push_back(drafter.confidence_logits(h_j, prev));
           zs_forced.push_back(drafter.confidence_logits(h_j, prev_forced));

@@ -70,6 +70,7 @@ std::vector<std::string> target_architectures(const fs::path& target) {
 json options_json(const DraftTrainOptions& o, const DraftLossOptions& loss) {
   return json{{"target", o.target.string()}, {"data", o.data.string()}, {"kind", o.kind},
               {"block_size", o.block_size}, {"layers", o.layers}, {"markov_rank", o.markov_rank},
+              {"markov_context_size", o.markov_context_size},
               {"val_fraction", o.val_fraction}, {"max_len", o.max_len}, {"batch", o.batch},
               {"anchors", o.anchors}, {"ce_weight", loss.ce_weight}, {"tv_weight", loss.tv_weight},
               {"confidence_weight", loss.confidence_weight}, {"kl_weight", loss.kl_weight}, {"decay", loss.decay},
@@ -101,9 +102,12 @@ void DraftTrainOptions::validate() const {
                val_fraction);
   DSPARK_CHECK(lr > 0 && min_lr >= 0 && warmup >= 0, "draft: bad learning-rate schedule");
   DSPARK_CHECK(log_every >= 1, "draft: --log-every must be >= 1");
-  DSPARK_CHECK(grow_layers >= 0 && grow_markov_rank >= 0, "draft: --grow-layers and --grow-markov-rank must be >= 0");
-  DSPARK_CHECK((grow_layers == 0 && grow_markov_rank == 0) || !init_from.empty(),
-               "draft: --grow-layers / --grow-markov-rank grow the drafter of --init-from, which is missing");
+  DSPARK_CHECK(grow_layers >= 0 && grow_markov_rank >= 0 && grow_markov_context_size >= 0,
+               "draft: --grow-layers, --grow-markov-rank and --grow-markov-context-size must be >= 0");
+  DSPARK_CHECK(!grows() || !init_from.empty(),
+               "draft: --grow-layers / --grow-markov-rank / --grow-markov-context-size grow the drafter of "
+               "--init-from, which is missing");
+  DSPARK_CHECK(markov_context_size >= 0, "draft: --markov-context-size must be >= 0");
 }
 
 namespace {
@@ -172,7 +176,7 @@ DraftTrainer::DraftTrainer(const DraftTrainOptions& o) : o_(o), log_(o.out, o.qu
     position_ = RunPosition::resumed(read_checkpoint_state(checkpoint_), checkpoint_, o.seed);
     log_.print("resuming from {} at step {}", checkpoint_.string(), position_.step);
   } else {
-    const bool grown = o.grow_layers > 0 || o.grow_markov_rank > 0;
+    const bool grown = o.grows();
     log_.print("starting {} ({})", o.out.string(),
                o.init_from.empty() ? "fresh " + o.kind + " drafter"
                                    : (grown ? "grown from " : "weights from ") + o.init_from.string());
@@ -189,10 +193,11 @@ void DraftTrainer::make_or_load_drafter() {
     // earlier drafter with a fresh optimizer. Its calibration does not carry over: the
     // export is made from the (uncalibrated) checkpoint.
     drafter_ = load_drafter(o_.init_from, *target_);
-    if (o_.grow_layers > 0 || o_.grow_markov_rank > 0) {
+    if (o_.grows()) {
       const DrafterConfig& from = drafter_->config();
       const DrafterGrowth to{o_.grow_layers > 0 ? o_.grow_layers : from.layer.num_hidden_layers,
-                             o_.grow_markov_rank > 0 ? o_.grow_markov_rank : from.markov_rank};
+                             o_.grow_markov_rank > 0 ? o_.grow_markov_rank : from.markov_rank,
+                             o_.grow_markov_context_size};
       drafter_ = grow_drafter(*drafter_, to, o_.init_std, o_.seed);
     }
   } else {
@@ -204,6 +209,7 @@ void DraftTrainer::make_or_load_drafter() {
     shape.num_aux_layers = o_.num_aux_layers;
     shape.mask_token_id = o_.mask_token_id >= 0 ? o_.mask_token_id : resolve_mask_token(o_.target);
     shape.markov_rank = o_.markov_rank;
+    shape.markov_context_size = o_.markov_context_size;
     shape.confidence_head = o_.confidence_head;
     shape.verifier_name_or_path = fs::absolute(o_.target).lexically_normal().string();
     shape.verifier_architectures = target_architectures(o_.target);
@@ -215,10 +221,12 @@ void DraftTrainer::log_setup(const RegenSplit& split) {
   const DrafterConfig& dc = drafter_->config();
   const ModelConfig& tc = target_->config();
   log_.print("drafter: {} layers, block {} ({} drafts), aux ids [{}] (capture layers [{}]), mask id {}, markov rank "
-             "{}, confidence {}: {:.2f}M trainable parameters",
+             "{} ({}{}), confidence {}: {:.2f}M trainable parameters",
              dc.layer.num_hidden_layers, dc.block_size, dc.num_drafts(),
              fmt::join(dc.aux_hidden_state_layer_ids, ", "), fmt::join(dc.capture_layers(), ", "), dc.mask_token_id,
-             dc.markov_rank, dc.enable_confidence_head, static_cast<double>(drafter_->num_parameters()) / 1e6);
+             dc.markov_rank, dc.markov_head_type,
+             dc.contextual_markov() ? fmt::format(", width {}", dc.markov_context_size) : std::string(),
+             dc.enable_confidence_head, static_cast<double>(drafter_->num_parameters()) / 1e6);
   log_.print("target: {} ({} layers, hidden {}, vocab {}); data: {} records -> {} train / {} val sequences",
              o_.target.string(), tc.num_hidden_layers, tc.hidden_size, tc.vocab_size, split.num_records,
              train_seqs_.size(), val_seqs_.size());

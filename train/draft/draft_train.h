@@ -35,6 +35,7 @@ struct DraftTrainOptions {
   // with init_from: grow it to this many layers / this Markov rank (drafter_grow.h); 0 keeps its own
   int64_t grow_layers = 0;
   int64_t grow_markov_rank = 0;
+  int64_t grow_markov_context_size = 0;  // > 0: a contextual Markov head this wide (drafter_grow.h)
   // drafter shape (ignored when resuming or with init_from)
   std::string kind = "dspark";      // dspark | dflash
   int32_t block_size = 8;           // γ
@@ -43,6 +44,7 @@ struct DraftTrainOptions {
   int64_t num_aux_layers = 3;       // for the default choice
   int32_t mask_token_id = -1;       // -1: the target tokenizer's <|mask|> (or its run's mask_id)
   int64_t markov_rank = 64;         // DSpark Markov head rank (0 disables)
+  int64_t markov_context_size = 0;  // contextual Markov head MLP width (0: vanilla head)
   bool confidence_head = true;      // DSpark confidence head
   double init_std = 0.02;
   // data
@@ -79,6 +81,8 @@ struct DraftTrainOptions {
   bool quiet = false;
 
   void validate() const;
+  // Any of the grow_* options set (they apply to init_from).
+  bool grows() const { return grow_layers > 0 || grow_markov_rank > 0 || grow_markov_context_size > 0; }
 };
 
 // first_step, last_step, losses (per step run here), interrupted, tokens_per_second: see

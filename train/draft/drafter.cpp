@@ -93,6 +93,11 @@ DrafterImpl::DrafterImpl(const DrafterConfig& config, torch::Tensor embed_tokens
     auto head = register_module("markov_head", std::make_shared<torch::nn::Module>());
     markov_w1_ = head->register_module("markov_w1", std::make_shared<WeightHolder>(v, r))->weight;
     markov_w2_ = head->register_module("markov_w2", std::make_shared<LinearImpl>(r, v, false));
+    if (config_.contextual_markov()) {
+      const int64_t m = config_.markov_context_size;
+      context_in_ = head->register_module("context_in", std::make_shared<LinearImpl>(h + r, m, false));
+      context_out_ = head->register_module("context_out", std::make_shared<LinearImpl>(m, r, false));
+    }
   }
   if (config_.enable_confidence_head) {
     auto head = register_module("confidence_head", std::make_shared<torch::nn::Module>());
@@ -111,7 +116,8 @@ void DrafterImpl::init_weights(double std, uint64_t seed) {
     auto& p = item.value();
     if (name.ends_with("norm.weight")) {
       p.fill_(1.0);
-    } else if (name.ends_with(".bias") || name == "markov_head.markov_w2.weight") {
+    } else if (name.ends_with(".bias") || name == "markov_head.markov_w2.weight" ||
+               name == "markov_head.context_out.weight") {
       p.zero_();
     } else if (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight")) {
       p.normal_(0.0, residual_std);
@@ -175,14 +181,22 @@ torch::Tensor DrafterImpl::markov_feature(const torch::Tensor& prev_ids) const {
   return at::embedding(markov_w1_, prev_ids.to(at::kLong));
 }
 
-torch::Tensor DrafterImpl::markov_bias(const torch::Tensor& prev_ids) const {
-  return markov_w2_->forward(to_autocast_dtype(markov_feature(prev_ids)));
+torch::Tensor DrafterImpl::markov_state(const torch::Tensor& h, const torch::Tensor& prev_ids) const {
+  auto f = markov_feature(prev_ids);  // [..., r] f32
+  if (!context_in_) return f;
+  auto x = to_autocast_dtype(at::cat({h.to(f.scalar_type()), f}, -1));        // [..., H + r]
+  auto mid = at::silu(context_in_->forward(x));                                 // [..., m]
+  return f + context_out_->forward(mid).to(f.scalar_type());
+}
+
+torch::Tensor DrafterImpl::markov_bias(const torch::Tensor& h, const torch::Tensor& prev_ids) const {
+  return markov_w2_->forward(to_autocast_dtype(markov_state(h, prev_ids)));
 }
 
 torch::Tensor DrafterImpl::draft_logits(const torch::Tensor& h, const torch::Tensor& prev_ids) const {
   auto u = base_logits(h);
   if (!has_markov()) return u;
-  auto bias = markov_bias(prev_ids);
+  auto bias = markov_bias(h, prev_ids);
   return u + bias.to(u.scalar_type());
 }
 

@@ -8,7 +8,7 @@
 //   layers.{i}.self_attn.{q,k}_norm.weight (qwen3 layer configs), layers.{i}.mlp.*,
 //   layers.{i}.{input,post_attention}_layernorm.weight, norm.weight,
 //   markov_head.markov_w1.weight [V, r], markov_head.markov_w2.weight [V, r],
-//   confidence_head.proj.{weight,bias}. The embedding table and LM head are the target's,
+//   markov_head.context_{in,out}.weight (contextual head), confidence_head.proj.{weight,bias}. The embedding table and LM head are the target's,
 //   held as frozen tensors (never parameters, never saved).
 // - Context features ctx = RMSNorm_h(fc(concat(h_l1..h_lk))); the target hidden states are
 //   the outputs of decoder layers capture_layers() (aux id − 1). ctx feeds k_proj / v_proj
@@ -19,7 +19,8 @@
 //   one sequence share one forward through block_attention_mask().
 // - Draft j (1-based, j = 1 .. num_drafts) predicts the token at a + j. It comes from slot
 //   j − 1 (DSpark, sample_from_anchor) or slot j (DFlash). h_j is the final-norm state of
-//   that slot; U_j = lm_head(h_j); logits_j = U_j + W₂·W₁[x_{j−1}] (Markov head); the
+//   that slot; U_j = lm_head(h_j); logits_j = U_j + W₂·f_j (Markov head, f_j = W₁[x_{j−1}] or
+//   its contextual form); the
 //   confidence logit z_j = w·[h_j ; W₁[x_{j−1}]] + b, c_j = sigmoid(z_j / T_j) with the
 //   calibrated temperatures of the config (T_j = 1 uncalibrated).
 // - Works in f32 as is; under Bf16Autocast the projections run in bf16 with the residual
@@ -44,7 +45,8 @@ class DrafterImpl : public torch::nn::Module {
   DrafterImpl(const DrafterConfig& config, torch::Tensor embed_tokens, torch::Tensor lm_head);
 
   // Normal(0, std) for matrices (o_proj / down_proj scaled by 1/sqrt(2 layers)), norms 1,
-  // biases 0, Markov W₂ zero (the head starts as the identity on U), confidence bias 0.
+  // biases 0, Markov W₂ and W_out zero (the head starts as the identity on U, a contextual
+  // one as a vanilla one), confidence bias 0.
   void init_weights(double std, uint64_t seed);
 
   // aux: [B, T, k·H_t] the concatenated target hidden states -> ctx [B, T, H] (f32).
@@ -61,7 +63,10 @@ class DrafterImpl : public torch::nn::Module {
   bool has_markov() const { return markov_w1_.defined(); }
   bool has_confidence() const { return confidence_proj_ != nullptr; }
   torch::Tensor markov_feature(const torch::Tensor& prev_ids) const;  // [...] -> W₁[x] [..., r]
-  torch::Tensor markov_bias(const torch::Tensor& prev_ids) const;     // [...] -> W₂·W₁[x] [..., V]
+  // The Markov feature f_j (spec/dspark_heads.h): W₁[x], plus the contextual head's MLP of
+  // [h ; W₁[x]] when it has one. h [..., H], prev_ids [...] -> [..., r] f32.
+  torch::Tensor markov_state(const torch::Tensor& h, const torch::Tensor& prev_ids) const;
+  torch::Tensor markov_bias(const torch::Tensor& h, const torch::Tensor& prev_ids) const;  // W₂·f_j [..., V]
   // U + Markov term (U unchanged without a Markov head).
   torch::Tensor draft_logits(const torch::Tensor& h, const torch::Tensor& prev_ids) const;
   // z_j before the temperature: [..., H], [...] -> [...] (f32).
@@ -87,6 +92,8 @@ class DrafterImpl : public torch::nn::Module {
   std::shared_ptr<RmsNormImpl> norm_;
   torch::Tensor markov_w1_;     // [V, r] or undefined
   std::shared_ptr<LinearImpl> markov_w2_;       // weight [V, r]
+  std::shared_ptr<LinearImpl> context_in_;      // weight [m, H + r] (contextual Markov head) or null
+  std::shared_ptr<LinearImpl> context_out_;     // weight [r, m]
   std::shared_ptr<LinearImpl> confidence_proj_; // weight [1, H (+ r)], bias [1]
 };
 

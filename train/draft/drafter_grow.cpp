@@ -45,9 +45,18 @@ std::shared_ptr<DrafterImpl> grow_drafter(const DrafterImpl& source, const Draft
   DSPARK_CHECK(to.markov_rank == from.markov_rank || from.markov_rank > 0,
                "grow drafter: the source has no Markov head; one cannot be grown (--markov-rank {})", to.markov_rank);
 
+  const int64_t context_size = to.markov_context_size > 0 ? to.markov_context_size : from.markov_context_size;
+  DSPARK_CHECK(context_size >= from.markov_context_size,
+               "grow drafter: --markov-context-size {} is below the source's {}", context_size,
+               from.markov_context_size);
+  DSPARK_CHECK(context_size == 0 || to.markov_rank > 0,
+               "grow drafter: a contextual Markov head needs a Markov head (the source has none)");
+
   DrafterConfig config = from;
   config.layer.num_hidden_layers = to.layers;
   config.markov_rank = to.markov_rank;
+  config.markov_context_size = context_size;
+  if (context_size > 0) config.markov_head_type = "contextual";
   config.validate("grown drafter");
   auto grown = std::make_shared<DrafterImpl>(config, source.embed_tokens(), source.lm_head());
   grown->init_weights(init_std, seed);
@@ -63,12 +72,18 @@ std::shared_ptr<DrafterImpl> grow_drafter(const DrafterImpl& source, const Draft
     // Inert additions: a new layer's residual outputs, W₂ and the confidence weights (zero
     // as a whole; the source's slice is copied back below, so the new columns stay zero).
     if ((new_layer && (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight"))) ||
-        name == "confidence_head.proj.weight" || name == "markov_head.markov_w2.weight")
+        name == "confidence_head.proj.weight" || name == "markov_head.markov_w2.weight" ||
+        name == "markov_head.context_out.weight")
       p.zero_();
-    if (new_layer) continue;
+    if (new_layer || (name.starts_with("markov_head.context_") && !from.contextual_markov())) continue;
     const auto it = source_params.find(name);
     DSPARK_CHECK(it != source_params.end(), "grow drafter: the source has no {}", name);
     leading_slice(p, it->second, name).copy_(it->second);
+    // [m, H + r]: the columns of new Markov ranks, which the old units must not see.
+    if (name == "markov_head.context_in.weight") {
+      const int64_t old_in = it->second.size(1);
+      p.narrow(1, old_in, p.size(1) - old_in).zero_();
+    }
   }
   return grown;
 }

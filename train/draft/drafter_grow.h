@@ -12,6 +12,9 @@
 //     down_proj, which are zero, so the layer adds nothing to the residual stream until
 //     they learn (q/k/v/gate/up receive gradient once o_proj/down_proj leave zero);
 //   - Markov columns r0 .. r−1: W₁ random, W₂ zero, so W₂·W₁[x] is unchanged;
+//   - a contextual Markov head on a vanilla one (or a wider one): W_in random, W_out zero
+//     (its new rows and columns when widened), W_in's columns of new Markov ranks zero, so
+//     f_j is unchanged;
 //   - the confidence weights of those columns zero, so z_j is unchanged.
 // Block states are then equal bit for bit (x + 0 is exact); logits and z_j up to the
 // summation order of the longer Markov dot products.
@@ -28,6 +31,8 @@ struct DrafterGrowth {
   int64_t layers = 0;       // draft decoder layers, >= the source's
   int64_t markov_rank = 0;  // DSpark Markov rank, >= the source's (a head cannot be added: the
                             // confidence head's inputs would change meaning)
+  int64_t markov_context_size = 0;  // contextual Markov head width, >= the source's (0: the source's;
+                                    // > 0 on a vanilla head makes it contextual)
 };
 
 // The grown drafter (shares the source's embedding and LM head tables); throws naming the

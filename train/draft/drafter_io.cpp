@@ -79,7 +79,8 @@ DrafterConfig make_drafter_config(const ModelConfig& target, const DrafterShapeO
   c.draft_vocab_size = target.vocab_size;
   c.sample_from_anchor = dspark;
   c.markov_rank = dspark ? o.markov_rank : 0;
-  c.markov_head_type = "vanilla";
+  c.markov_context_size = c.markov_rank > 0 ? o.markov_context_size : 0;
+  c.markov_head_type = c.markov_context_size > 0 ? "contextual" : "vanilla";
   c.enable_confidence_head = dspark && o.confidence_head;
   c.confidence_head_with_markov = c.enable_confidence_head && o.confidence_with_markov && c.markov_rank > 0;
   c.speculative_tokens = c.num_drafts();

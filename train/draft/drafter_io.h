@@ -40,6 +40,7 @@ struct DrafterShapeOptions {
   int64_t num_aux_layers = 3;              // for the default spread
   int32_t mask_token_id = -1;              // required (the tokenizer's reserved mask id)
   int64_t markov_rank = 64;                // DSpark only; 0 disables
+  int64_t markov_context_size = 0;         // > 0: a contextual Markov head this wide (DSpark only)
   bool confidence_head = true;             // DSpark only
   bool confidence_with_markov = true;      // confidence sees W₁[x_{j−1}] (needs the Markov head)
   std::string verifier_name_or_path;       // recorded in speculators_config.verifier
