@@ -8,7 +8,8 @@
 
 namespace dspark {
 
-DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, const LinearOptions& linear)
+DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, const LinearOptions& linear,
+                         int64_t max_state_rows)
     : vocab_(c.layer.vocab_size),
       hidden_(c.layer.hidden_size),
       rank_(c.markov_rank),
@@ -26,15 +27,23 @@ DSparkHeads::DSparkHeads(const DrafterConfig& c, const WeightStore& store, const
     feature_.resize(rank_);
   }
   if (context_size_ > 0) {
-    const int64_t in = hidden_ + rank_;
-    const int64_t in_shape[2] = {context_size_, in};
-    const int64_t out_shape[2] = {rank_, context_size_};
-    context_in_ = std::make_unique<Linear>(store.load_f32("markov_head.context_in.weight", in_shape), context_size_,
-                                           in, std::span<const float>{}, linear);
-    context_out_ = std::make_unique<Linear>(store.load_f32("markov_head.context_out.weight", out_shape), rank_,
-                                            context_size_, std::span<const float>{}, linear);
-    context_x_.resize(linear.max_rows * in);
-    context_mid_.resize(linear.max_rows * context_size_);
+    const int64_t m = context_size_, in = hidden_ + rank_;
+    const int64_t in_shape[2] = {m, in};
+    const int64_t out_shape[2] = {rank_, m};
+    const std::vector<float> w_in = store.load_f32("markov_head.context_in.weight", in_shape);
+    std::vector<float> w_h(m * hidden_), w_e(m * rank_);
+    for (int64_t u = 0; u < m; ++u) {
+      std::memcpy(w_h.data() + u * hidden_, w_in.data() + u * in, hidden_ * sizeof(float));
+      std::memcpy(w_e.data() + u * rank_, w_in.data() + u * in + hidden_, rank_ * sizeof(float));
+    }
+    LinearOptions states = linear;
+    states.max_rows = max_state_rows;
+    context_h_ = std::make_unique<Linear>(w_h, m, hidden_, std::span<const float>{}, states);
+    context_e_ = std::make_unique<Linear>(w_e, m, rank_, std::span<const float>{}, linear);
+    context_out_ = std::make_unique<Linear>(store.load_f32("markov_head.context_out.weight", out_shape), rank_, m,
+                                            std::span<const float>{}, linear);
+    state_proj_.resize(max_state_rows * m);
+    context_mid_.resize(linear.max_rows * m);
     context_delta_.resize(linear.max_rows * rank_);
   }
   if (c.enable_confidence_head) {
@@ -55,26 +64,29 @@ void DSparkHeads::markov_row(int32_t token, float* out) const {
   }
 }
 
-void DSparkHeads::markov_features(const int32_t* prev_tokens, const float* const* hidden, int64_t n, float* out) {
+void DSparkHeads::project_states(const float* hidden, int64_t rows) {
+  if (context_size_ > 0 && rows > 0) context_h_->forward(hidden, state_proj_.data(), rows);
+}
+
+void DSparkHeads::markov_features(const int32_t* prev_tokens, const int32_t* state_rows, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) markov_row(prev_tokens[i], out + i * rank_);
   if (context_size_ == 0 || n == 0) return;
-  const int64_t in = hidden_ + rank_;
+  const int64_t m = context_size_;
+  context_e_->forward(out, context_mid_.data(), n);
   for (int64_t i = 0; i < n; ++i) {
-    float* x = context_x_.data() + i * in;
-    std::memcpy(x, hidden[i], hidden_ * sizeof(float));
-    std::memcpy(x + hidden_, out + i * rank_, rank_ * sizeof(float));
-  }
-  context_in_->forward(context_x_.data(), context_mid_.data(), n);
-  for (int64_t i = 0; i < n * context_size_; ++i) {
-    const float v = context_mid_[i];
-    context_mid_[i] = v / (1.0f + std::exp(-v));
+    float* mid = context_mid_.data() + i * m;
+    const float* from_state = state_proj_.data() + static_cast<int64_t>(state_rows[i]) * m;
+    for (int64_t u = 0; u < m; ++u) {
+      const float v = from_state[u] + mid[u];
+      mid[u] = v / (1.0f + std::exp(-v));
+    }
   }
   context_out_->forward(context_mid_.data(), context_delta_.data(), n);
   for (int64_t i = 0; i < n * rank_; ++i) out[i] += context_delta_[i];
 }
 
 size_t DSparkHeads::weight_bytes() const {
-  return context_in_ ? context_in_->weight_bytes() + context_out_->weight_bytes() : 0;
+  return context_h_ ? context_h_->weight_bytes() + context_e_->weight_bytes() + context_out_->weight_bytes() : 0;
 }
 
 float DSparkHeads::confidence_logit(const float* hidden, int32_t prev_token) const {

@@ -15,8 +15,10 @@
 //    produced U_j; the proposer reports c_j = sigmoid(z_j / T_j) with the calibrated T_j.
 //
 // With compute = bf16 the W₁ table is kept in bf16 (like the embedding table), so W₁[x]
-// is a bf16 value; the MLP runs on the Linear kernels (batch invariant: a row's feature
-// never depends on how many requests draft beside it).
+// is a bf16 value. The contextual MLP runs on the Linear kernels (batch invariant: a row's
+// feature never depends on how many requests draft beside it), with W_in split by its
+// input: W_h·h_j for every draft row of a round in one product before the sequential stage
+// (h_j does not depend on the drafts), only W_e·W₁[x_{j−1}] and W_out per position.
 #pragma once
 
 #include <cstdint>
@@ -32,17 +34,22 @@ namespace dspark {
 
 class DSparkHeads {
  public:
-  // linear: the options of the contextual MLP's products; linear.max_rows bounds n below.
-  DSparkHeads(const DrafterConfig& config, const WeightStore& weights, const LinearOptions& linear);
+  // linear: the options of the contextual MLP's products; linear.max_rows bounds n of
+  // markov_features, max_state_rows the rows of project_states.
+  DSparkHeads(const DrafterConfig& config, const WeightStore& weights, const LinearOptions& linear,
+              int64_t max_state_rows);
 
   bool has_markov() const { return rank_ > 0; }
   bool has_confidence() const { return !confidence_w_.empty(); }
   // The contextual MLP's packed weights (0 for a vanilla head): streamed once per position.
   size_t weight_bytes() const;
 
-  // out[i] = f_j of draft row i < n, x_{j−1} = prev_tokens[i], h_j = hidden[i] (a row of
-  // [hidden] floats; read only by the contextual head): [n, rank], what W₂ multiplies.
-  void markov_features(const int32_t* prev_tokens, const float* const* hidden, int64_t n, float* out);
+  // The contextual head's W_h·h_j for the round's draft rows, hidden [rows, hidden] (kept
+  // until the next call); nothing for a vanilla head.
+  void project_states(const float* hidden, int64_t rows);
+  // out[i] = f_j of draft i < n: x_{j−1} = prev_tokens[i], state_rows[i] its row in the
+  // last project_states() (read only by the contextual head): [n, rank], what W₂ multiplies.
+  void markov_features(const int32_t* prev_tokens, const int32_t* state_rows, int64_t n, float* out);
 
   // z_j (before the temperature): hidden [hidden], prev_token = x_{j−1}.
   float confidence_logit(const float* hidden, int32_t prev_token) const;
@@ -60,10 +67,11 @@ class DSparkHeads {
   std::vector<float> confidence_w_;  // [hidden (+ rank)] or empty
   float confidence_b_ = 0.0f;
   mutable std::vector<float> feature_;  // [rank]
-  std::unique_ptr<Linear> context_in_;   // W_in [m, hidden + rank] (contextual head)
+  std::unique_ptr<Linear> context_h_;    // W_in's columns 0..hidden: W_h [m, hidden] (contextual head)
+  std::unique_ptr<Linear> context_e_;    // W_in's last rank columns: W_e [m, rank]
   std::unique_ptr<Linear> context_out_;  // W_out [rank, m]
-  std::vector<float> context_x_;         // [max_rows, hidden + rank] [h_j ; W₁[x_{j−1}]]
-  std::vector<float> context_mid_;       // [max_rows, m] SiLU(W_in · x)
+  std::vector<float> state_proj_;        // [max_state_rows, m] W_h · h_j
+  std::vector<float> context_mid_;       // [max_rows, m] W_e · W₁[x_{j−1}], then + W_h·h_j, SiLU
   std::vector<float> context_delta_;     // [max_rows, rank] W_out · mid
 };
 

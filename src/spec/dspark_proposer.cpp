@@ -165,7 +165,8 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
                              make_vocab_head(config_, drafter, target, "greedy_vocab.", options_, max_block_rows_))
                        : nullptr),
       heads_(config_, drafter,
-             LinearOptions{options_.compute, options_.max_running, LinearBackend::kAuto, options_.quantization}),
+             LinearOptions{options_.compute, options_.max_running, LinearBackend::kAuto, options_.quantization},
+             max_block_rows_),
       rope_(rope_inverse_frequencies(config_.layer), options_.max_model_len + block_,
             rope_attention_factor(config_.layer)),
       kv_(config_.layer, kv_options(options_, block_)),
@@ -190,7 +191,7 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
       active_of_request_(options_.max_running, -1),
       markov_prev_(options_.max_running),
       markov_rows_(options_.max_running),
-      markov_hidden_(options_.max_running),
+      markov_state_rows_(options_.max_running),
       markov_in_(options_.max_running * config_.markov_rank) {
   layers_.reserve(config_.layer.num_hidden_layers);
   // A block row sees num_keys = context + block keys: a window of context_window + block
@@ -420,6 +421,7 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
     }
     if (logit_row > first) head->project(lm_in_.data() + static_cast<int64_t>(first) * hidden_, first, logit_row - first);
   }
+  heads_.project_states(lm_in_.data(), logit_row);  // the contextual Markov head's W_h·h_j, by logit row
   const double heads_end = now_seconds();
   draft_sequentially(requests);
   const double end = now_seconds();
@@ -462,11 +464,11 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
         if (a.num_drafts <= j || head == nullptr || a.head != head) continue;
         markov_prev_[n] = j == 0 ? requests[a.request].tokens.back() : slots_[a.slot].drafts[j - 1];
         markov_rows_[n] = head->row(a.logit_row + j);
-        markov_hidden_[n] = x_.data() + static_cast<int64_t>(a.first_row + first_slot + j) * hidden_;
+        markov_state_rows_[n] = a.logit_row + j;
         ++n;
       }
       if (!heads_.has_markov() || n == 0) continue;
-      heads_.markov_features(markov_prev_.data(), markov_hidden_.data(), n, markov_in_.data());
+      heads_.markov_features(markov_prev_.data(), markov_state_rows_.data(), n, markov_in_.data());
       head->add_markov_bias(markov_in_.data(), n, markov_rows_.data());
     }
     for (const Active& a : active_) {

@@ -234,7 +234,7 @@ class DSparkProposer final : public Proposer {
   std::vector<int32_t> active_of_request_;  // [max_running] index into active_, or -1
   std::vector<int32_t> markov_prev_;  // [max_running]
   std::vector<float*> markov_rows_;   // [max_running] logits rows the Markov term goes to
-  std::vector<const float*> markov_hidden_;  // [max_running] their h_j rows in x_ (contextual head)
+  std::vector<int32_t> markov_state_rows_;  // [max_running] their logit rows (contextual head's W_h·h_j)
   std::vector<float> markov_in_;      // [max_running, markov_rank] their Markov features f_j
   std::vector<int32_t> history_;      // committed + drafts, for the repetition penalty
 };
