@@ -442,6 +442,37 @@ TEST(DrafterGrowTest, StartsAsItsSourceAndLearnsThroughTheAdditions) {
   EXPECT_THROW(grow_drafter(*dflash, DrafterGrowth{dc.layer.num_hidden_layers, 4}, 0.2, 3), Error);
 }
 
+// An aux layer appended: fc's new columns start at zero, so the context and everything after
+// it are unchanged; the new columns take gradient; the source's ids must come first.
+TEST(DrafterGrowTest, AnAppendedAuxLayerStartsInert) {
+  const DrafterConfig dc = drafter_config(true, DrafterKind::kDSpark);  // aux ids {1, 3}
+  auto source = make(dc, 49);
+  const int64_t layers = dc.layer.num_hidden_layers, r = dc.markov_rank, ht = dc.target_hidden_size;
+  DrafterGrowth to{layers, r, 0, {1, 3, 4}};
+  auto grown = grow_drafter(*source, to, 0.2, 3);
+  EXPECT_EQ(grown->config().aux_hidden_state_layer_ids, (std::vector<int32_t>{1, 3, 4}));
+  EXPECT_EQ(grown->capture_layers(), (std::vector<int64_t>{0, 2, 3}));
+
+  const int64_t t = 10;
+  at::manual_seed(8);
+  auto aux = at::randn({2, t, 2 * ht});
+  auto extra = at::randn({2, t, ht});
+  auto ids = at::randint(3, dc.layer.vocab_size, {2, t}, at::TensorOptions().dtype(at::kLong));
+  auto anchors = at::tensor(std::vector<int64_t>{1, 5, 2, 8}, at::kLong).view({2, 2});
+  auto grown_ctx = grown->context(at::cat({aux, extra}, -1));
+  {
+    at::NoGradGuard no_grad;
+    EXPECT_TRUE(at::equal(source->context(aux), grown_ctx));
+  }
+  grown->block_states(grown_ctx, ids, anchors).pow(2).sum().backward();
+  auto fc_grad = grown->named_parameters()["fc.weight"].grad();
+  ASSERT_TRUE(fc_grad.defined());
+  EXPECT_GT(fc_grad.narrow(1, 2 * ht, ht).abs().sum().item<double>(), 0.0);
+
+  EXPECT_THROW(grow_drafter(*source, DrafterGrowth{layers, r, 0, {3, 1, 4}}, 0.2, 3), Error);
+  EXPECT_THROW(grow_drafter(*source, DrafterGrowth{layers, r, 0, {1}}, 0.2, 3), Error);
+}
+
 // A vanilla Markov head grown into a contextual one (and a contextual one widened) drafts
 // exactly as before; the MLP's output layer takes gradient; narrowing is refused.
 TEST(DrafterGrowTest, AVanillaMarkovHeadBecomesContextualUnchanged) {

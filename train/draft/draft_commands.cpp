@@ -37,6 +37,9 @@ void add_draft_command(CLI::App& app) {
                   "With --init-from: make the Markov head contextual with an MLP this wide (or widen it), inert at "
                   "first (0: the source's)")
       ->capture_default_str();
+  cmd->add_option("--grow-aux-layers", o->grow_aux_layers,
+                  "With --init-from: these aux_hidden_state_layer_ids, the source's followed by more; fc's columns "
+                  "for the new ones start at zero");
   cmd->add_option("--kind", o->kind, "dspark or dflash")->capture_default_str();
   cmd->add_option("--block-size", o->block_size, "Block size gamma")->capture_default_str();
   cmd->add_option("--layers", o->layers, "Draft decoder layers")->capture_default_str();

@@ -105,8 +105,8 @@ void DraftTrainOptions::validate() const {
   DSPARK_CHECK(grow_layers >= 0 && grow_markov_rank >= 0 && grow_markov_context_size >= 0,
                "draft: --grow-layers, --grow-markov-rank and --grow-markov-context-size must be >= 0");
   DSPARK_CHECK(!grows() || !init_from.empty(),
-               "draft: --grow-layers / --grow-markov-rank / --grow-markov-context-size grow the drafter of "
-               "--init-from, which is missing");
+               "draft: --grow-layers / --grow-markov-rank / --grow-markov-context-size / --grow-aux-layers grow the "
+               "drafter of --init-from, which is missing");
   DSPARK_CHECK(markov_context_size >= 0, "draft: --markov-context-size must be >= 0");
 }
 
@@ -197,8 +197,9 @@ void DraftTrainer::make_or_load_drafter() {
       const DrafterConfig& from = drafter_->config();
       const DrafterGrowth to{o_.grow_layers > 0 ? o_.grow_layers : from.layer.num_hidden_layers,
                              o_.grow_markov_rank > 0 ? o_.grow_markov_rank : from.markov_rank,
-                             o_.grow_markov_context_size};
+                             o_.grow_markov_context_size, o_.grow_aux_layers};
       drafter_ = grow_drafter(*drafter_, to, o_.init_std, o_.seed);
+      drafter_->config().validate_for_target(target_->config(), "grown drafter");
     }
   } else {
     DrafterShapeOptions shape;

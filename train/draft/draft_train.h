@@ -36,6 +36,7 @@ struct DraftTrainOptions {
   int64_t grow_layers = 0;
   int64_t grow_markov_rank = 0;
   int64_t grow_markov_context_size = 0;  // > 0: a contextual Markov head this wide (drafter_grow.h)
+  std::vector<int32_t> grow_aux_layers;  // non-empty: the source's aux ids followed by more
   // drafter shape (ignored when resuming or with init_from)
   std::string kind = "dspark";      // dspark | dflash
   int32_t block_size = 8;           // γ
@@ -82,7 +83,9 @@ struct DraftTrainOptions {
 
   void validate() const;
   // Any of the grow_* options set (they apply to init_from).
-  bool grows() const { return grow_layers > 0 || grow_markov_rank > 0 || grow_markov_context_size > 0; }
+  bool grows() const {
+    return grow_layers > 0 || grow_markov_rank > 0 || grow_markov_context_size > 0 || !grow_aux_layers.empty();
+  }
 };
 
 // first_step, last_step, losses (per step run here), interrupted, tokens_per_second: see

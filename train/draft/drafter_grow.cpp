@@ -1,9 +1,11 @@
 #include "train/draft/drafter_grow.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
 #include <ATen/ATen.h>
+#include <fmt/ranges.h>
 
 #include "core/check.h"
 #include "train/draft/drafter.h"
@@ -52,7 +54,14 @@ std::shared_ptr<DrafterImpl> grow_drafter(const DrafterImpl& source, const Draft
   DSPARK_CHECK(context_size == 0 || to.markov_rank > 0,
                "grow drafter: a contextual Markov head needs a Markov head (the source has none)");
 
+  const std::vector<int32_t>& from_aux = from.aux_hidden_state_layer_ids;
+  const std::vector<int32_t>& aux = to.aux_layer_ids.empty() ? from_aux : to.aux_layer_ids;
+  DSPARK_CHECK(aux.size() >= from_aux.size() && std::equal(from_aux.begin(), from_aux.end(), aux.begin()),
+               "grow drafter: the aux layer ids [{}] must start with the source's [{}] (fc's columns follow them)",
+               fmt::join(aux, ", "), fmt::join(from_aux, ", "));
+
   DrafterConfig config = from;
+  config.aux_hidden_state_layer_ids = aux;
   config.layer.num_hidden_layers = to.layers;
   config.markov_rank = to.markov_rank;
   config.markov_context_size = context_size;
@@ -73,7 +82,7 @@ std::shared_ptr<DrafterImpl> grow_drafter(const DrafterImpl& source, const Draft
     // as a whole; the source's slice is copied back below, so the new columns stay zero).
     if ((new_layer && (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight"))) ||
         name == "confidence_head.proj.weight" || name == "markov_head.markov_w2.weight" ||
-        name == "markov_head.context_out.weight")
+        name == "markov_head.context_out.weight" || name == "fc.weight")
       p.zero_();
     if (new_layer || (name.starts_with("markov_head.context_") && !from.contextual_markov())) continue;
     const auto it = source_params.find(name);

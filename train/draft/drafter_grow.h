@@ -15,13 +15,15 @@
 //   - a contextual Markov head on a vanilla one (or a wider one): W_in random, W_out zero
 //     (its new rows and columns when widened), W_in's columns of new Markov ranks zero, so
 //     f_j is unchanged;
-//   - the confidence weights of those columns zero, so z_j is unchanged.
+//   - the confidence weights of those columns zero, so z_j is unchanged;
+//   - aux layers appended after the source's: their fc columns zero, so ctx is unchanged.
 // Block states are then equal bit for bit (x + 0 is exact); logits and z_j up to the
 // summation order of the longer Markov dot products.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace dspark::train {
 
@@ -33,6 +35,7 @@ struct DrafterGrowth {
                             // confidence head's inputs would change meaning)
   int64_t markov_context_size = 0;  // contextual Markov head width, >= the source's (0: the source's;
                                     // > 0 on a vanilla head makes it contextual)
+  std::vector<int32_t> aux_layer_ids;  // the source's aux ids followed by more (empty: the source's)
 };
 
 // The grown drafter (shares the source's embedding and LM head tables); throws naming the
