@@ -41,7 +41,8 @@ class DSparkHeads {
 
   bool has_markov() const { return rank_ > 0; }
   bool has_confidence() const { return !confidence_w_.empty(); }
-  // The contextual MLP's packed weights (0 for a vanilla head): streamed once per position.
+  // The contextual MLP's packed weights (0 for a vanilla head): W_h once per round, W_e and
+  // W_out once per draft position.
   size_t weight_bytes() const;
 
   // The contextual head's W_h·h_j for the round's draft rows, hidden [rows, hidden] (kept

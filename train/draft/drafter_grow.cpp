@@ -49,7 +49,7 @@ std::shared_ptr<DrafterImpl> grow_drafter(const DrafterImpl& source, const Draft
 
   const int64_t context_size = to.markov_context_size > 0 ? to.markov_context_size : from.markov_context_size;
   DSPARK_CHECK(context_size >= from.markov_context_size,
-               "grow drafter: --markov-context-size {} is below the source's {}", context_size,
+               "grow drafter: --grow-markov-context-size {} is below the source's {}", context_size,
                from.markov_context_size);
   DSPARK_CHECK(context_size == 0 || to.markov_rank > 0,
                "grow drafter: a contextual Markov head needs a Markov head (the source has none)");
@@ -78,8 +78,9 @@ std::shared_ptr<DrafterImpl> grow_drafter(const DrafterImpl& source, const Draft
     torch::Tensor& p = item.value();
     const int64_t layer = layer_index(name);
     const bool new_layer = layer >= source_layers;
-    // Inert additions: a new layer's residual outputs, W₂ and the confidence weights (zero
-    // as a whole; the source's slice is copied back below, so the new columns stay zero).
+    // Inert additions: a new layer's residual outputs, W₂, W_out, fc and the confidence
+    // weights (zero as a whole; the source's slice is copied back below, so the new rows and
+    // columns stay zero).
     if ((new_layer && (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight"))) ||
         name == "confidence_head.proj.weight" || name == "markov_head.markov_w2.weight" ||
         name == "markov_head.context_out.weight" || name == "fc.weight")
