@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -22,10 +23,12 @@
 #include "spec/dspark_proposer.h"
 #include "train/draft/calibrate.h"
 #include "train/draft/draft_train.h"
+#include "train/draft/drafter.h"
 #include "train/draft/drafter_io.h"
 #include "train/draft/drafter_vocab.h"
 #include "train/draft/regen.h"
 #include "train/draft/regen_records.h"
+#include "train/checkpoint.h"
 #include "train/export.h"
 #include "train/model/hf_weights.h"
 #include "train/model/transformer.h"
@@ -352,6 +355,40 @@ TEST_F(DraftPipelineTest, InitFromAnEarlierDrafterStartsFromItsWeights) {
   EXPECT_EQ(c.num_drafts(), 4);
   EXPECT_TRUE(c.confidence_temperatures.empty()) << "a retrained drafter must be calibrated again";
   EXPECT_EQ(c.verifier_name_or_path, fs::absolute(root_ / "target").lexically_normal().string());
+}
+
+TEST_F(DraftPipelineTest, LayerLrScaleMovesOnlyTheLayersItNames) {
+  // One step of a 2-layer drafter at scale 1 and at scale 3 from layer 1: the same batch and
+  // initial weights, so every tensor outside layer 1 ends equal and layer 1's differ.
+  const auto target = load_hf_model(root_ / "target");
+  std::map<std::string, torch::Tensor> after[2];
+  for (int run = 0; run < 2; ++run) {
+    DraftTrainOptions o = train_options("layer_lr_" + std::to_string(run));
+    o.layers = 2;
+    o.steps = 1;
+    o.warmup = 0;
+    o.layer_lr_scale_from = 1;
+    o.layer_lr_scale = run == 0 ? 1.0 : 3.0;
+    run_draft_training(o);
+    for (const auto& item : load_drafter(find_checkpoint(o.out), *target)->named_parameters())
+      after[run][item.key()] = item.value().detach().clone();
+  }
+  int scaled = 0;
+  for (const auto& [name, a] : after[0]) {
+    const bool in_layer_1 = name.rfind("layers.1.", 0) == 0;
+    scaled += in_layer_1;
+    if (in_layer_1)
+      EXPECT_FALSE(torch::equal(a, after[1][name])) << name;
+    else
+      EXPECT_TRUE(torch::equal(a, after[1][name])) << name;
+  }
+  EXPECT_GE(scaled, 7) << "q/k/v/o, gate/up/down and the norms of layer 1";
+
+  DraftTrainOptions bad = train_options("layer_lr_bad");
+  bad.layer_lr_scale = 2.0;
+  EXPECT_THROW(bad.validate(), std::exception);  // no first layer named
+  bad.layer_lr_scale_from = 1;                     // the drafter has one layer
+  EXPECT_THROW(run_draft_training(bad), std::exception);
 }
 
 TEST_F(DraftPipelineTest, DFlashTrainsWithCrossEntropyOnly) {

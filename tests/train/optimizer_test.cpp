@@ -1,6 +1,8 @@
 // AdamW against libtorch's own torch::optim::AdamW (same update, decay on every matrix),
 // state save/restore, gradient clipping, and the warm-up + cosine schedule.
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <torch/optim/adamw.h>
@@ -65,6 +67,32 @@ TEST(AdamWTest, StateRoundTripContinuesIdentically) {
   EXPECT_TRUE(torch::equal(w1, w2));
   state.erase("exp_avg.w");
   EXPECT_THROW(b.load_state(state, 3), std::exception);
+}
+
+TEST(AdamWTest, AScaledParameterMovesAtItsOwnRateDecayIncluded) {
+  // Three copies of one parameter with the same gradients: scales 1, 2.5 and (not selected) 1.
+  // Each equals a torch AdamW run at lr × its scale.
+  at::manual_seed(2);
+  auto x = torch::randn({6, 5});
+  auto init = torch::randn({5, 4});
+  std::vector<torch::Tensor> w;
+  for (int i = 0; i < 3; ++i) w.push_back(init.clone().requires_grad_(true));
+  AdamW own({{"layers.0.w", w[0]}, {"layers.1.w", w[1]}, {"fc.w", w[2]}}, AdamWOptions{0.9, 0.95, 1e-8, 0.1});
+  EXPECT_EQ(own.scale_lr([](const std::string& name) { return name == "layers.1.w"; }, 2.5), 1);
+  EXPECT_THROW(own.scale_lr([](const std::string&) { return true; }, 0.0), std::exception);
+  auto ref = init.clone().requires_grad_(true);
+  torch::optim::AdamW reference({ref}, torch::optim::AdamWOptions(0.025).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1));
+  for (int step = 0; step < 10; ++step) {
+    own.zero_grad();
+    for (auto& t : w) loss_of(t, x).backward();
+    own.step(0.01);
+    reference.zero_grad();
+    loss_of(ref, x).backward();
+    reference.step();
+  }
+  EXPECT_TRUE(torch::equal(w[0], w[2]));
+  EXPECT_FALSE(torch::allclose(w[0], w[1], 1e-3, 1e-3));
+  EXPECT_TRUE(torch::allclose(w[1], ref, 1e-6, 1e-6)) << (w[1] - ref).abs().max().item<float>();
 }
 
 TEST(AdamWTest, ClipGradNormScalesToTheLimit) {

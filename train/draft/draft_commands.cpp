@@ -40,6 +40,11 @@ void add_draft_command(CLI::App& app) {
   cmd->add_option("--grow-aux-layers", o->grow_aux_layers,
                   "With --init-from: these aux_hidden_state_layer_ids, the source's followed by more; fc's columns "
                   "for the new ones start at zero");
+  cmd->add_option("--layer-lr-scale-from", o->layer_lr_scale_from,
+                  "Decoder layers from this index on learn at lr x --layer-lr-scale (-1: none)")
+      ->capture_default_str();
+  cmd->add_option("--layer-lr-scale", o->layer_lr_scale, "Learning-rate factor for --layer-lr-scale-from's layers")
+      ->capture_default_str();
   cmd->add_option("--kind", o->kind, "dspark or dflash")->capture_default_str();
   cmd->add_option("--block-size", o->block_size, "Block size gamma")->capture_default_str();
   cmd->add_option("--layers", o->layers, "Draft decoder layers")->capture_default_str();

@@ -2,6 +2,8 @@
 // progress lines, validation, checkpoints and the final export.
 #include "train/draft/draft_train.h"
 
+#include <cctype>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -76,7 +78,19 @@ json options_json(const DraftTrainOptions& o, const DraftLossOptions& loss) {
               {"confidence_weight", loss.confidence_weight}, {"kl_weight", loss.kl_weight}, {"decay", loss.decay},
               {"steps", o.steps},
               {"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup", o.warmup}, {"weight_decay", o.weight_decay},
-              {"beta1", o.beta1}, {"beta2", o.beta2}, {"grad_clip", o.grad_clip}, {"bf16", o.bf16}};
+              {"beta1", o.beta1}, {"beta2", o.beta2}, {"grad_clip", o.grad_clip}, {"bf16", o.bf16},
+              {"layer_lr_scale_from", o.layer_lr_scale_from}, {"layer_lr_scale", o.layer_lr_scale}};
+}
+
+// The decoder layer a parameter belongs to ("layers.<i>.…" → i), -1 for the rest.
+int64_t decoder_layer_index(const std::string& name) {
+  static const std::string prefix = "layers.";
+  if (name.rfind(prefix, 0) != 0) return -1;
+  int64_t i = 0;
+  size_t at = prefix.size();
+  if (at >= name.size() || !std::isdigit(static_cast<unsigned char>(name[at]))) return -1;
+  for (; at < name.size() && std::isdigit(static_cast<unsigned char>(name[at])); ++at) i = i * 10 + (name[at] - '0');
+  return at < name.size() && name[at] == '.' ? i : -1;
 }
 
 DraftLossOptions loss_options(const DraftTrainOptions& o, DrafterKind kind) {
@@ -108,6 +122,10 @@ void DraftTrainOptions::validate() const {
                "draft: --grow-layers / --grow-markov-rank / --grow-markov-context-size / --grow-aux-layers grow the "
                "drafter of --init-from, which is missing");
   DSPARK_CHECK(markov_context_size >= 0, "draft: --markov-context-size must be >= 0");
+  DSPARK_CHECK(layer_lr_scale > 0 && std::isfinite(layer_lr_scale), "draft: --layer-lr-scale must be > 0, got {}",
+               layer_lr_scale);
+  DSPARK_CHECK(layer_lr_scale == 1.0 || layer_lr_scale_from >= 0,
+               "draft: --layer-lr-scale {} needs --layer-lr-scale-from, the first layer it applies to", layer_lr_scale);
 }
 
 namespace {
@@ -126,6 +144,7 @@ class DraftTrainer final : public StepLoopHooks {
 
  private:
   void make_or_load_drafter();
+  void scale_layer_learning_rates();
   void log_setup(const RegenSplit& split);
 
   // Sums since the last progress line (their loss terms and the first draft's acceptance).
@@ -171,6 +190,7 @@ DraftTrainer::DraftTrainer(const DraftTrainOptions& o) : o_(o), log_(o.out, o.qu
   std::vector<std::pair<std::string, torch::Tensor>> named;
   for (auto& item : drafter_->named_parameters()) named.emplace_back(item.key(), item.value());
   optimizer_ = std::make_unique<AdamW>(named, AdamWOptions{o.beta1, o.beta2, 1e-8, o.weight_decay});
+  scale_layer_learning_rates();
   if (!checkpoint_.empty()) {
     load_optimizer_checkpoint(checkpoint_, *optimizer_);
     position_ = RunPosition::resumed(read_checkpoint_state(checkpoint_), checkpoint_, o.seed);
@@ -216,6 +236,18 @@ void DraftTrainer::make_or_load_drafter() {
     shape.verifier_architectures = target_architectures(o_.target);
     drafter_ = make_drafter(make_drafter_config(target_->config(), shape), *target_, o_.init_std, o_.seed);
   }
+}
+
+void DraftTrainer::scale_layer_learning_rates() {
+  if (o_.layer_lr_scale_from < 0) return;
+  const int64_t layers = drafter_->config().layer.num_hidden_layers;
+  DSPARK_CHECK(o_.layer_lr_scale_from < layers, "draft: --layer-lr-scale-from {} names no layer: the drafter has {}",
+               o_.layer_lr_scale_from, layers);
+  const int64_t n = optimizer_->scale_lr(
+      [&](const std::string& name) { return decoder_layer_index(name) >= o_.layer_lr_scale_from; },
+      o_.layer_lr_scale);
+  log_.print("learning rate x {} for layers {}..{} ({} tensors)", o_.layer_lr_scale, o_.layer_lr_scale_from,
+             layers - 1, n);
 }
 
 void DraftTrainer::log_setup(const RegenSplit& split) {

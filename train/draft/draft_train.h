@@ -69,6 +69,10 @@ struct DraftTrainOptions {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double grad_clip = 1.0;
+  // Decoder layers from this index on learn at lr × layer_lr_scale (-1: none), e.g. layers
+  // just grown, whose zero output projections a warm start's small rate barely moves.
+  int64_t layer_lr_scale_from = -1;
+  double layer_lr_scale = 1.0;
   bool bf16 = bf16_autocast_by_default();
   uint64_t seed = 42;
   int threads = 2;

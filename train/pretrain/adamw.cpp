@@ -55,18 +55,30 @@ void AdamW::step(double lr) {
   const double b1 = options_.beta1, b2 = options_.beta2;
   const double bias1 = 1.0 - std::pow(b1, static_cast<double>(num_steps_));
   const double bias2 = 1.0 - std::pow(b2, static_cast<double>(num_steps_));
-  const double step_size = lr / bias1;
   const double bias2_sqrt = std::sqrt(bias2);
   for (auto& s : slots_) {
     const auto& g = s.param.grad();
     if (!g.defined()) continue;
     auto p = s.param.detach();
-    if (s.decay && options_.weight_decay != 0) p.mul_(1.0 - lr * options_.weight_decay);
+    const double slot_lr = lr * s.lr_scale;
+    const double step_size = slot_lr / bias1;
+    if (s.decay && options_.weight_decay != 0) p.mul_(1.0 - slot_lr * options_.weight_decay);
     s.exp_avg.mul_(b1).add_(g, 1.0 - b1);
     s.exp_avg_sq.mul_(b2).addcmul_(g, g, 1.0 - b2);
     auto denom = (s.exp_avg_sq.sqrt() / bias2_sqrt).add_(options_.eps);
     p.addcdiv_(s.exp_avg, denom, -step_size);
   }
+}
+
+int64_t AdamW::scale_lr(const std::function<bool(const std::string&)>& selects, double factor) {
+  DSPARK_CHECK(factor > 0 && std::isfinite(factor), "AdamW: a learning-rate scale must be > 0, got {}", factor);
+  int64_t n = 0;
+  for (auto& s : slots_)
+    if (selects(s.name)) {
+      s.lr_scale = factor;
+      ++n;
+    }
+  return n;
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> AdamW::state() const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -27,7 +28,12 @@ class AdamW {
  public:
   AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, AdamWOptions options);
 
+  // lr is the schedule's rate; a parameter whose rate was scaled (scale_lr) moves at lr × its
+  // scale, its weight decay included (as a torch parameter group with its own lr would).
   void step(double lr);
+  // Scales the learning rate of every parameter whose name `selects`; returns how many.
+  // Not part of state(): a resumed run sets it again from its options.
+  int64_t scale_lr(const std::function<bool(const std::string&)>& selects, double factor);
   void zero_grad();
   // Scales gradients so that their global L2 norm is at most max_norm (no-op when
   // max_norm <= 0); returns the norm before clipping.
@@ -46,6 +52,7 @@ class AdamW {
     torch::Tensor exp_avg;     // same shape as param, f32
     torch::Tensor exp_avg_sq;  // same shape as param, f32
     bool decay = false;
+    double lr_scale = 1.0;
   };
   std::vector<Slot> slots_;
   AdamWOptions options_;
