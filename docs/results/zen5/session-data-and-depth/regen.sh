@@ -13,3 +13,9 @@ $T regen --model models/tiny-target --shards /work/runs/data/tiny --out /work/ru
 $T regen --model models/tiny-target --shards /work/runs/data/tiny --out /work/runs/s43/data8/regen_t1.jsonl \
   --temperature 1 --seed 42 --gsm8k 2000 --mbpp -1 --code 3500 --prose 1000 --max-tokens 128 --max-running 64 \
   --max-batch-tokens 2048 --threads 1
+# Round 9's data (MBPP answered greedily again):
+$T regen --model models/tiny-target --shards /work/runs/data/tiny --out /work/runs/s43/data9/regen_greedy.jsonl \
+  --seed 51 --gsm8k 2000 --mbpp -1 --code 3500 --prose 1000 --max-tokens 128 --max-running 64 --max-batch-tokens 2048 --threads 1
+$T regen --model models/tiny-target --shards /work/runs/data/tiny --out /work/runs/s43/data9/regen_t1.jsonl \
+  --temperature 1 --seed 52 --gsm8k 2000 --mbpp -1 --code 3500 --prose 1000 --max-tokens 128 --max-running 64 \
+  --max-batch-tokens 2048 --threads 1
