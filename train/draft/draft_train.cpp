@@ -2,7 +2,6 @@
 // progress lines, validation, checkpoints and the final export.
 #include "train/draft/draft_train.h"
 
-#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -80,17 +79,6 @@ json options_json(const DraftTrainOptions& o, const DraftLossOptions& loss) {
               {"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup", o.warmup}, {"weight_decay", o.weight_decay},
               {"beta1", o.beta1}, {"beta2", o.beta2}, {"grad_clip", o.grad_clip}, {"bf16", o.bf16},
               {"layer_lr_scale_from", o.layer_lr_scale_from}, {"layer_lr_scale", o.layer_lr_scale}};
-}
-
-// The decoder layer a parameter belongs to ("layers.<i>.…" → i), -1 for the rest.
-int64_t decoder_layer_index(const std::string& name) {
-  static const std::string prefix = "layers.";
-  if (name.rfind(prefix, 0) != 0) return -1;
-  int64_t i = 0;
-  size_t at = prefix.size();
-  if (at >= name.size() || !std::isdigit(static_cast<unsigned char>(name[at]))) return -1;
-  for (; at < name.size() && std::isdigit(static_cast<unsigned char>(name[at])); ++at) i = i * 10 + (name[at] - '0');
-  return at < name.size() && name[at] == '.' ? i : -1;
 }
 
 DraftLossOptions loss_options(const DraftTrainOptions& o, DrafterKind kind) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
@@ -207,6 +208,12 @@ torch::Tensor DrafterImpl::confidence_logits(const torch::Tensor& h, const torch
     features = at::cat({h, markov_feature(prev_ids).to(h.scalar_type())}, -1);
   }
   return confidence_proj_->forward(features).squeeze(-1).to(at::kFloat);
+}
+
+int64_t decoder_layer_index(const std::string& parameter_name) {
+  constexpr std::string_view prefix = "layers.";
+  if (parameter_name.rfind(prefix, 0) != 0) return -1;
+  return std::stoll(parameter_name.substr(prefix.size(), parameter_name.find('.', prefix.size()) - prefix.size()));
 }
 
 }  // namespace dspark::train

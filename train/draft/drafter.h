@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -111,5 +112,8 @@ torch::Tensor block_attention_mask(const torch::Tensor& anchors, int64_t context
 // positions then block positions), the last Q rows serve the queries; mask as above.
 torch::Tensor draft_layer_forward(const DecoderLayerImpl& layer, const torch::Tensor& x, const torch::Tensor& ctx,
                                   const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask);
+
+// The decoder layer a drafter parameter belongs to ("layers.<i>.…" → i), -1 for the rest.
+int64_t decoder_layer_index(const std::string& parameter_name);
 
 }  // namespace dspark::train

@@ -14,13 +14,6 @@ namespace dspark::train {
 
 namespace {
 
-// "layers.{i}.…" -> i, or -1 for parameters outside the decoder layers.
-int64_t layer_index(const std::string& name) {
-  constexpr std::string_view prefix = "layers.";
-  if (name.rfind(prefix, 0) != 0) return -1;
-  return std::stoll(name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size()));
-}
-
 // The leading slice of `grown` with the shape of `source`.
 torch::Tensor leading_slice(const torch::Tensor& grown, const torch::Tensor& source, const std::string& name) {
   DSPARK_CHECK(grown.dim() == source.dim(), "grow drafter: {} has {} dims, the source's {}", name, grown.dim(),
@@ -76,7 +69,7 @@ std::shared_ptr<DrafterImpl> grow_drafter(const DrafterImpl& source, const Draft
   for (auto& item : grown->named_parameters()) {
     const std::string& name = item.key();
     torch::Tensor& p = item.value();
-    const int64_t layer = layer_index(name);
+    const int64_t layer = decoder_layer_index(name);
     const bool new_layer = layer >= source_layers;
     // Inert additions: a new layer's residual outputs, W₂, W_out, fc and the confidence
     // weights (zero as a whole; the source's slice is copied back below, so the new rows and
