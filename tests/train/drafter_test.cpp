@@ -397,6 +397,19 @@ TEST(DrafterHeadsTest, DFlashDraftsFromTheSlotsAfterTheAnchor) {
 // A grown drafter computes what its source computes (drafter_grow.h): block states bit for
 // bit, logits and z_j up to the longer Markov sums; the additions take gradient; shrinking
 // is refused.
+TEST(DrafterLayerIndexTest, ReadsTheLayerOfLayerParametersOnly) {
+  EXPECT_EQ(decoder_layer_index("layers.0.self_attn.q_proj.weight"), 0);
+  EXPECT_EQ(decoder_layer_index("layers.12.mlp.down_proj.weight"), 12);
+  EXPECT_EQ(decoder_layer_index("fc.weight"), -1);
+  EXPECT_EQ(decoder_layer_index("markov_w2.weight"), -1);
+  EXPECT_EQ(decoder_layer_index("layers."), -1);
+  EXPECT_EQ(decoder_layer_index("layers.3"), -1);
+  EXPECT_EQ(decoder_layer_index("layers..weight"), -1);
+  EXPECT_EQ(decoder_layer_index("layers.x.weight"), -1);
+  EXPECT_EQ(decoder_layer_index("layers.1a.weight"), -1);
+  EXPECT_EQ(decoder_layer_index("norm.layers.1.weight"), -1);
+}
+
 TEST(DrafterGrowTest, StartsAsItsSourceAndLearnsThroughTheAdditions) {
   const DrafterConfig dc = drafter_config(false, DrafterKind::kDSpark);
   auto source = make(dc, 41);

@@ -213,7 +213,15 @@ torch::Tensor DrafterImpl::confidence_logits(const torch::Tensor& h, const torch
 int64_t decoder_layer_index(const std::string& parameter_name) {
   constexpr std::string_view prefix = "layers.";
   if (parameter_name.rfind(prefix, 0) != 0) return -1;
-  return std::stoll(parameter_name.substr(prefix.size(), parameter_name.find('.', prefix.size()) - prefix.size()));
+  const size_t dot = parameter_name.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size()) return -1;
+  int64_t index = 0;
+  for (size_t at = prefix.size(); at < dot; ++at) {
+    const char c = parameter_name[at];
+    if (c < '0' || c > '9') return -1;
+    index = index * 10 + (c - '0');
+  }
+  return index;
 }
 
 }  // namespace dspark::train

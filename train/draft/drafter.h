@@ -113,7 +113,8 @@ torch::Tensor block_attention_mask(const torch::Tensor& anchors, int64_t context
 torch::Tensor draft_layer_forward(const DecoderLayerImpl& layer, const torch::Tensor& x, const torch::Tensor& ctx,
                                   const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask);
 
-// The decoder layer a drafter parameter belongs to ("layers.<i>.…" → i), -1 for the rest.
+// The decoder layer a drafter parameter belongs to ("layers.<i>.…" → i), -1 for the rest
+// (any name that is not "layers.", digits, "." and more).
 int64_t decoder_layer_index(const std::string& parameter_name);
 
 }  // namespace dspark::train
