@@ -3,8 +3,12 @@
 // the speedup is a ratio measured side by side. Prints per domain: mean acceptance
 // length tau, acceptance per position, decode tokens/s of both runs and their ratio, and
 // (greedy) whether every output was identical and, for drafters with a confidence head,
-// predicted vs observed survival per position; optionally writes the table as JSON.
+// predicted vs observed survival per position; optionally writes the table as JSON. A
+// dataset whose prompts fall in several domains (MT-bench's categories) also gets a row of
+// its own, its domains pooled: the eval set as a whole, as acceptance goals are stated.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -48,6 +52,14 @@ struct DomainStats {
 
   double spec_tps() const { return spec_decode_s > 0 ? spec_tokens / spec_decode_s : 0; }
   double plain_tps() const { return plain_decode_s > 0 ? plain_tokens / plain_decode_s : 0; }
+};
+
+// One --dataset file, its domains pooled.
+struct DatasetStats {
+  std::string name;                  // the file's stem
+  std::vector<std::string> domains;  // in first-seen order
+  int64_t prompts = 0;
+  SpecDecodeMetrics metrics;
 };
 
 void add_run(const GenerationResult& r, int64_t& tokens, double& decode_s, double& total_s) {
@@ -143,8 +155,12 @@ void run_eval(EvalArgs& args) {
   bool warmed_up = false;
   std::vector<std::string> order;
   std::map<std::string, DomainStats> domains;
+  std::vector<DatasetStats> datasets;
   for (const std::string& path : args.datasets) {
     const std::vector<DatasetPrompt> prompts = load_dataset(path, args.limit);
+    DatasetStats& set = datasets.emplace_back(DatasetStats{.name = std::filesystem::path(path).stem().string(),
+                                                           .domains = {},
+                                                           .metrics = SpecDecodeMetrics(num_spec_tokens)});
     for (size_t i = 0; i < prompts.size(); ++i) {
       const DatasetPrompt& p = prompts[i];
       std::vector<int32_t> ids = loaded.tokenizer->encode(p.text, true);
@@ -183,6 +199,9 @@ void run_eval(EvalArgs& args) {
         if (reproducible && b.tokens != s.tokens) ++d.mismatches;
       }
       ++d.prompts;
+      set.metrics.merge(s.spec_metrics);
+      ++set.prompts;
+      if (std::find(set.domains.begin(), set.domains.end(), p.domain) == set.domains.end()) set.domains.push_back(p.domain);
       std::fprintf(stderr, "\r[dspark] %s: %zu/%zu prompts, tau %.2f   ", p.domain.c_str(), i + 1, prompts.size(),
                    d.metrics.mean_acceptance_length());
     }
@@ -215,6 +234,21 @@ void run_eval(EvalArgs& args) {
                     {"calibration", calibration_json(d.metrics)}});
   }
   std::printf("%-14s %7s %6.3f\n", "all", "", all.mean_acceptance_length());
+  const auto pooled = [](const DatasetStats& set) { return set.domains.size() > 1; };
+  nlohmann::json json_sets = nlohmann::json::array();
+  for (const DatasetStats& set : datasets) {
+    if (!pooled(set)) continue;
+    if (json_sets.empty()) std::printf("\neval sets of several domains, pooled\n");
+    // Rates in the domain rows' column (68 characters in), however long the file's name.
+    std::string line = fmt::format("{:<14} {:7d} {:6.3f}", set.name, set.prompts, set.metrics.mean_acceptance_length());
+    line.resize(std::max<size_t>(line.size() + 1, 68), ' ');
+    std::printf("%s  %s\n", line.c_str(), format_position_rates(set.metrics).c_str());
+    json_sets.push_back({{"dataset", set.name}, {"domains", set.domains}, {"prompts", set.prompts},
+                         {"tau", set.metrics.mean_acceptance_length()}, {"num_drafts", set.metrics.num_drafts},
+                         {"num_draft_tokens", set.metrics.num_draft_tokens},
+                         {"num_accepted_tokens", set.metrics.num_accepted_tokens},
+                         {"calibration", calibration_json(set.metrics)}});
+  }
   if (speculative) {
     // Per verification round: what the drafter costs next to the target's step.
     std::printf("\ntime per round with drafts (ms): target forwards (prefill included) | drafter propose + context = drafter / target\n");
@@ -238,6 +272,8 @@ void run_eval(EvalArgs& args) {
     std::printf("\nconfidence calibration: predicted survival prod(c_1..c_j) / observed (drafts 1..j accepted)\n");
     for (const std::string& name : order) print_calibration(name, domains[name].metrics);
     print_calibration("all", all);
+    for (const DatasetStats& set : datasets)
+      if (pooled(set)) print_calibration(set.name, set.metrics);
     print_learned_offsets(spec.confidence_calibrator());
   }
   if (!args.json_path.empty()) {
@@ -245,7 +281,8 @@ void run_eval(EvalArgs& args) {
                                                     {"num_speculative_tokens", num_spec_tokens},
                                                     {"temperature", args.gen.sampling.temperature},
                                                     {"max_tokens", args.gen.max_tokens},
-                                                    {"domains", json}}
+                                                    {"domains", json},
+                                                    {"pooled_datasets", json_sets}}
                                          .dump(2);
   }
 }
