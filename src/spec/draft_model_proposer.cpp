@@ -82,6 +82,19 @@ void DraftModelProposer::release(int32_t slot) {
 // first draft step feeds, to get the logits of the first draft), packing as many
 // requests' tokens into each forward as the draft model allows.
 void DraftModelProposer::catch_up(std::span<const DraftRequest> requests) {
+  drafting_.clear();
+  for (const DraftRequest& r : requests)
+    if (r.max_drafts > 0) drafting_.push_back(r);
+  feed_committed(drafting_);
+}
+
+int64_t DraftModelProposer::cached_tokens(int32_t slot) const {
+  DSPARK_CHECK(slot >= 0 && slot < static_cast<int32_t>(slots_.size()), "slot {} outside 0..{}", slot,
+               slots_.size() - 1);
+  return static_cast<int64_t>(slots_[static_cast<size_t>(slot)].fed.size());
+}
+
+void DraftModelProposer::feed_committed(std::span<const DraftRequest> requests) {
   const int64_t budget = model_->options().max_batch_tokens;
   std::vector<size_t>& cursor = cursor_;
   cursor.assign(requests.size(), 0);
@@ -147,7 +160,7 @@ void DraftModelProposer::propose(std::span<const DraftRequest> requests, std::sp
     }
   }
   if (active_.empty()) return;
-  catch_up(drafting_);
+  feed_committed(drafting_);
 
   // Draft positions one at a time, all still-drafting requests in one forward: the first
   // feeds each request's last committed token, later ones its previous draft.

@@ -47,10 +47,16 @@ class DraftModelProposer final : public Proposer {
 
   ProposerCapabilities capabilities() const override;
   int32_t num_speculative_tokens() const override { return options_.num_speculative_tokens; }
+  // Feeds the draft model the committed tokens it has not seen, for the requests about to
+  // draft (max_drafts > 0) only: a request the schedule does not draft for costs nothing
+  // here, and its backlog is fed in one batched pass when it drafts again.
+  void catch_up(std::span<const DraftRequest> requests) override;
   void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override;
   void release(int32_t slot) override;
 
   const Transformer& draft_model() const { return *model_; }
+  // Tokens of the slot's sequence whose KV the draft cache holds.
+  int64_t cached_tokens(int32_t slot) const;
 
  private:
   struct SlotState {
@@ -65,7 +71,8 @@ class DraftModelProposer final : public Proposer {
     bool drafting;                // still drafting this round
   };
 
-  void catch_up(std::span<const DraftRequest> requests);
+  // Feeds every given request's unseen committed tokens but its last, in batched forwards.
+  void feed_committed(std::span<const DraftRequest> requests);
   void draft_token(const DraftRequest& request, SlotState& state, const float* logits, bool& keep_drafting);
 
   std::unique_ptr<Transformer> model_;

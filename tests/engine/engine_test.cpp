@@ -157,6 +157,35 @@ TEST(Engine, DraftModelGreedyDraftsAreItsArgmaxWithoutQ) {
   EXPECT_NE(drafts[2].probs, nullptr);
 }
 
+TEST(Engine, DraftModelFeedsOnlyTheRequestsAboutToDraft) {
+  // The engine asks the proposer to catch up every decoding request, also those the
+  // adaptive schedule gives no drafts: for those the draft model must run nothing, else a
+  // schedule that stops drafting still pays a draft-model forward per committed token.
+  const std::vector<int32_t> prompt = prompts(1)[0];
+  const auto n = static_cast<int64_t>(prompt.size());
+  DraftModelOptions d{.num_speculative_tokens = 5, .max_running = 4, .block_size = 4};
+  DraftModelProposer proposer(load(models().draft_dir, 4), d);
+  SamplingParams sp = testing::greedy(5).sampling;
+  Rng rng(7);
+  std::vector<DraftRequest> requests = {{0, prompt, &sp, &rng, 0, n}, {1, prompt, &sp, &rng, 5, n}};
+  proposer.catch_up(requests);
+  EXPECT_EQ(proposer.cached_tokens(0), 0);
+  EXPECT_EQ(proposer.cached_tokens(1), n - 1);  // the last committed token is fed when drafting
+
+  std::vector<Draft> drafts(requests.size());
+  proposer.propose(requests, drafts);
+  EXPECT_TRUE(drafts[0].tokens.empty());
+  const std::vector<int32_t> drafted(drafts[1].tokens.begin(), drafts[1].tokens.end());
+  ASSERT_EQ(drafted.size(), 5u);
+  EXPECT_EQ(proposer.cached_tokens(0), 0);
+
+  // When slot 0 drafts again its backlog is fed, and it drafts what slot 1 did.
+  requests[0].max_drafts = 5;
+  proposer.propose(requests, drafts);
+  EXPECT_EQ(std::vector<int32_t>(drafts[0].tokens.begin(), drafts[0].tokens.end()), drafted);
+  EXPECT_EQ(std::vector<int32_t>(drafts[1].tokens.begin(), drafts[1].tokens.end()), drafted);
+}
+
 TEST(Engine, TargetAsItsOwnDraftAcceptsEveryGreedyDraft) {
   // With the target as draft model, greedy drafts are exactly the target's choices:
   // every round accepts all K drafts, so tau = K + 1 (a strong check of the bookkeeping).
