@@ -31,13 +31,17 @@ double DraftBudget::acceptance_estimate(size_t position, const SpecDecodeMetrics
 int32_t DraftBudget::drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured) {
   const int32_t k = static_cast<int32_t>(expected_survival_.size());
   const DrafterTime drafter = drafter_time(num_decoding);
-  int32_t budget = PrefixScheduler::max_useful_drafts(num_decoding, k, *cost_, drafter);
   double a = 1.0;
   for (size_t i = 0; i < expected_survival_.size(); ++i) {
     a *= acceptance_estimate(i, measured);
     expected_survival_[i] = a;
   }
-  const int32_t useful = PrefixScheduler::expected_useful_drafts(num_decoding, budget, expected_survival_, *cost_);
+  // What would pay with a free drafter decides whether to measure the drafter again: bound
+  // by its measured time, one slow measurement that made even the best case look unpaid
+  // would never be measured again, and the drafter would stay off for good.
+  const int32_t free_bound = PrefixScheduler::max_useful_drafts(num_decoding, k, *cost_);
+  const int32_t useful = PrefixScheduler::expected_useful_drafts(num_decoding, free_bound, expected_survival_, *cost_);
+  int32_t budget = PrefixScheduler::max_useful_drafts(num_decoding, k, *cost_, drafter);
   budget = PrefixScheduler::expected_useful_drafts(num_decoding, budget, expected_survival_, *cost_, drafter);
   constexpr int64_t kRemeasureEvery = 64;
   if (budget == 0 && useful > 0 && ++steps_without_drafting_ >= kRemeasureEvery) budget = useful;

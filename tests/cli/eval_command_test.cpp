@@ -75,10 +75,11 @@ TEST(EvalCommand, PoolsTheDomainsOfAnEvalSet) {
   EXPECT_DOUBLE_EQ(set["tau"].get<double>(), 1.0 + static_cast<double>(accepted) / static_cast<double>(drafts));
   for (size_t j = 0; j < 8; ++j) {
     EXPECT_EQ(set["calibration"]["rounds"][j], rounds[j]) << "position " << j;
-    if (rounds[j] > 0)
+    if (rounds[j] > 0) {
       EXPECT_NEAR(set["calibration"]["observed_survival"][j].get<double>(),
                   static_cast<double>(survived[j]) / static_cast<double>(rounds[j]), 1e-12)
           << "position " << j;
+    }
   }
 
   // The text table names the pooled set, in the τ table and in the calibration table.

@@ -50,5 +50,25 @@ TEST(DraftBudget, DrafterTimePerStepOrPerDraft) {
   EXPECT_DOUBLE_EQ(per_step.drafter_time(2).at(8), 0.040);
 }
 
+// One drafter measurement so slow that even every draft accepted would not pay switches
+// drafting off, but not for good: every 64 steps without drafts the drafter drafts again,
+// and normal measurements bring it back.
+TEST(DraftBudget, ASlowDrafterMeasurementIsMeasuredAgain) {
+  // One target step: 1 ms for 1 token, 1.25 ms for 2 .. 9.
+  std::vector<double> sps(9, 800.0);
+  sps[0] = 1000.0;
+  const auto table = std::make_shared<const StepCostTable>(sps);
+  DraftBudget budget(8, 1, table, DrafterCostShape::kPerDraft);
+  const SpecDecodeMetrics measured(8);  // nothing measured: every draft expected accepted
+  EXPECT_GT(budget.drafts_to_make(1, measured), 0);  // the drafter has not been measured: free
+  budget.record_drafting(1, 1, 1.0);                 // first call: set-up, not counted
+  budget.record_drafting(1, 1, 0.010);               // 10 ms per draft: nothing could pay for that
+  for (int step = 1; step < 64; ++step) EXPECT_EQ(budget.drafts_to_make(1, measured), 0) << "step " << step;
+  EXPECT_GT(budget.drafts_to_make(1, measured), 0);  // measured again
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 0);  // (its time is still the slow one)
+  for (int i = 0; i < 200; ++i) budget.record_drafting(1, 1, 0.0001);
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 8);  // 0.1 ms per draft: all eight pay
+}
+
 }  // namespace
 }  // namespace dspark
