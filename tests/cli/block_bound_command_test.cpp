@@ -1,32 +1,24 @@
 // `dspark block-bound` as a user runs it, on models/tiny-target and two GSM8K prompts: the
 // table it prints holds bounds in range, and a temperature near zero, where every sampled
 // continuation is the same path, leaves a block drafter nothing to lose.
-#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "support/command_run.h"
+
 namespace dspark {
 namespace {
 
-struct CommandRun {
-  int status = 0;
-  std::string out;
-};
+using testing::CommandRun;
 
 CommandRun block_bound(const std::string& args) {
   const std::string command = std::string(DSPARK_CLI) + " block-bound --model " + DSPARK_SOURCE_DIR +
                               "/models/tiny-target --dataset " + DSPARK_SHARED_DIR +
                               "/data/eval/gsm8k_test.jsonl --limit 2 --max-tokens 40 --threads 2 " + args + " 2>&1";
-  CommandRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) run.out.append(buffer, n);
-  run.status = pclose(pipe);
-  return run;
+  return testing::run_command(command);
 }
 
 // The gsm8k row: prompts, anchors, H(p1), tau marginal, 8 survivals, tau first order, 8 survivals.

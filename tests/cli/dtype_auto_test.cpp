@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/command_run.h"
+
 namespace dspark {
 namespace {
 
@@ -15,12 +17,9 @@ namespace {
 // ("| dtype ", "| kv "), up to the next " |".
 std::string report_field(const std::string& args, const std::string& field) {
   const std::string command = std::string(DSPARK_CLI) + " generate --prompt Once --max-tokens 2 " + args + " 2>&1";
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return out;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, n);
-  EXPECT_EQ(pclose(pipe), 0) << out;
+  const testing::CommandRun run = testing::run_command(command);
+  EXPECT_EQ(run.status, 0) << run.out;
+  const std::string& out = run.out;
   const size_t at = out.find(field);
   return at == std::string::npos ? out : out.substr(at, out.find(" |", at + 2) - at);
 }

@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -14,13 +13,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/command_run.h"
+
 namespace dspark {
 namespace {
 
-struct CommandRun {
-  int status = 0;
-  std::string out;
-};
+using testing::CommandRun;
 
 CommandRun run_eval(const std::string& json_path) {
   const std::string data = std::string(DSPARK_SHARED_DIR) + "/data/eval/";
@@ -30,13 +28,7 @@ CommandRun run_eval(const std::string& json_path) {
                               "--max-tokens 24 --threads 2 --limit 13 --no-baseline --dataset " +
                               data + "gsm8k_test.jsonl --dataset " + data + "mtbench_question.jsonl --json " +
                               json_path + " 2>&1";
-  CommandRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) run.out.append(buffer, n);
-  run.status = pclose(pipe);
-  return run;
+  return testing::run_command(command);
 }
 
 TEST(EvalCommand, PoolsTheDomainsOfAnEvalSet) {

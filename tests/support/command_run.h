@@ -1,0 +1,25 @@
+// Runs a command line through the shell, as a user would, and keeps what it printed on
+// standard output (add 2>&1 to the command for standard error too) and its exit status.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+namespace dspark::testing {
+
+struct CommandRun {
+  int status = -1;  // pclose's status: 0 when the command exited with 0
+  std::string out;
+};
+
+inline CommandRun run_command(const std::string& command) {
+  CommandRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return run;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) run.out.append(buffer, n);
+  run.status = pclose(pipe);
+  return run;
+}
+
+}  // namespace dspark::testing
