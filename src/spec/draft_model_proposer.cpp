@@ -78,9 +78,7 @@ void DraftModelProposer::release(int32_t slot) {
   s.drafts.clear();
 }
 
-// Feeds every request's committed-but-not-cached tokens except the last one (which the
-// first draft step feeds, to get the logits of the first draft), packing as many
-// requests' tokens into each forward as the draft model allows.
+// The engine calls this for every decoding request; only those about to draft are fed.
 void DraftModelProposer::catch_up(std::span<const DraftRequest> requests) {
   drafting_.clear();
   for (const DraftRequest& r : requests)
@@ -94,6 +92,9 @@ int64_t DraftModelProposer::cached_tokens(int32_t slot) const {
   return static_cast<int64_t>(slots_[static_cast<size_t>(slot)].fed.size());
 }
 
+// Feeds every request's committed-but-not-cached tokens except the last one (which the
+// first draft step feeds, to get the logits of the first draft), packing as many
+// requests' tokens into each forward as the draft model allows.
 void DraftModelProposer::feed_committed(std::span<const DraftRequest> requests) {
   const int64_t budget = model_->options().max_batch_tokens;
   std::vector<size_t>& cursor = cursor_;
