@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -104,6 +105,15 @@ nlohmann::json calibration_json(const SpecDecodeMetrics& m) {
     rounds.push_back(m.calibration_rounds[static_cast<size_t>(j)]);
   }
   return {{"predicted_survival", predicted}, {"observed_survival", observed}, {"rounds", rounds}};
+}
+
+// A domain's or a pooled eval set's acceptance: τ, the counts it comes from, per position.
+nlohmann::json acceptance_json(const SpecDecodeMetrics& m) {
+  nlohmann::json per_position = nlohmann::json::array();
+  for (int32_t i = 0; i < m.max_positions(); ++i) per_position.push_back(m.position_acceptance_rate(i));
+  return {{"tau", m.mean_acceptance_length()}, {"num_drafts", m.num_drafts}, {"num_draft_tokens", m.num_draft_tokens},
+          {"num_accepted_tokens", m.num_accepted_tokens}, {"acceptance_per_position", per_position},
+          {"calibration", calibration_json(m)}};
 }
 
 nlohmann::json stage_json(const std::vector<ProposerStage>& stages, const std::vector<double>& seconds) {
@@ -221,17 +231,14 @@ void run_eval(EvalArgs& args) {
     std::printf("%-14s %7lld %6.3f %9.1f %9.1f %7.2fx %9s  %s\n", name.c_str(), static_cast<long long>(d.prompts),
                 d.metrics.mean_acceptance_length(), d.spec_tps(), d.plain_tps(), speedup, identical.c_str(),
                 format_position_rates(d.metrics).c_str());
-    nlohmann::json per_position = nlohmann::json::array();
-    for (int32_t i = 0; i < d.metrics.max_positions(); ++i) per_position.push_back(d.metrics.position_acceptance_rate(i));
-    json.push_back({{"domain", name}, {"prompts", d.prompts}, {"tau", d.metrics.mean_acceptance_length()},
-                    {"num_drafts", d.metrics.num_drafts}, {"num_draft_tokens", d.metrics.num_draft_tokens},
-                    {"num_accepted_tokens", d.metrics.num_accepted_tokens}, {"acceptance_per_position", per_position},
-                    {"spec_decode_tokens_per_s", d.spec_tps()}, {"plain_decode_tokens_per_s", d.plain_tps()},
-                    {"speedup", speedup}, {"greedy_mismatches", d.mismatches},
-                    {"spec_total_s", d.spec_total_s}, {"plain_total_s", d.plain_total_s},
-                    {"target_forward_s", d.forward_s}, {"drafter_propose_s", d.draft_s},
-                    {"drafter_context_s", d.context_s}, {"drafter_stage_s", stage_json(stages, d.stage_s)},
-                    {"calibration", calibration_json(d.metrics)}});
+    nlohmann::json row = acceptance_json(d.metrics);
+    row.update({{"domain", name}, {"prompts", d.prompts},
+                {"spec_decode_tokens_per_s", d.spec_tps()}, {"plain_decode_tokens_per_s", d.plain_tps()},
+                {"speedup", speedup}, {"greedy_mismatches", d.mismatches},
+                {"spec_total_s", d.spec_total_s}, {"plain_total_s", d.plain_total_s},
+                {"target_forward_s", d.forward_s}, {"drafter_propose_s", d.draft_s},
+                {"drafter_context_s", d.context_s}, {"drafter_stage_s", stage_json(stages, d.stage_s)}});
+    json.push_back(std::move(row));
   }
   std::printf("%-14s %7s %6.3f\n", "all", "", all.mean_acceptance_length());
   const auto pooled = [](const DatasetStats& set) { return set.domains.size() > 1; };
@@ -243,11 +250,9 @@ void run_eval(EvalArgs& args) {
     std::string line = fmt::format("{:<14} {:7d} {:6.3f}", set.name, set.prompts, set.metrics.mean_acceptance_length());
     line.resize(std::max<size_t>(line.size() + 1, 68), ' ');
     std::printf("%s  %s\n", line.c_str(), format_position_rates(set.metrics).c_str());
-    json_sets.push_back({{"dataset", set.name}, {"domains", set.domains}, {"prompts", set.prompts},
-                         {"tau", set.metrics.mean_acceptance_length()}, {"num_drafts", set.metrics.num_drafts},
-                         {"num_draft_tokens", set.metrics.num_draft_tokens},
-                         {"num_accepted_tokens", set.metrics.num_accepted_tokens},
-                         {"calibration", calibration_json(set.metrics)}});
+    nlohmann::json row = acceptance_json(set.metrics);
+    row.update({{"dataset", set.name}, {"domains", set.domains}, {"prompts", set.prompts}});
+    json_sets.push_back(std::move(row));
   }
   if (speculative) {
     // Per verification round: what the drafter costs next to the target's step.

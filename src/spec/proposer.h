@@ -148,9 +148,11 @@ class Proposer {
   // Newly committed positions' hidden states (only for needs_target_hidden_states). A
   // proposer may keep them and defer its work on them until the request drafts again.
   virtual void observe(std::span<const CommittedHiddenStates> committed) {}
-  // Finish the deferred observe() work of the requests about to draft (max_drafts > 0).
-  // propose() does it too; the engine calls this first so that the time counts as
-  // context work, not drafting.
+  // Finish the deferred observe() work of the requests about to draft. requests holds
+  // every decoding request; those with max_drafts == 0 are not drafting this step and get
+  // no work (the adaptive schedule may give a request no drafts for many steps, and work
+  // for it then is wasted). propose() does it too; the engine calls this first so that
+  // the time counts as context work, not drafting.
   virtual void catch_up(std::span<const DraftRequest> requests) {}
   // The stages of propose() and the time spent in each so far, in the order they run
   // (empty for a proposer that does not break its work down).
