@@ -271,6 +271,11 @@ void run_eval(EvalArgs& args) {
       rounds += d.metrics.num_drafts;
     }
     line("all", forward, drafter, rounds);
+    if (args.model.spec_schedule == "adaptive") {
+      std::printf("target decoding steps' time / the step-cost profile's: %.2f (at the end; the adaptive schedule "
+                  "weighs the drafter's time by it)\n",
+                  spec.schedule_metrics().step_time_ratio);
+    }
     if (!stages.empty()) print_stages(stages, order, domains);
   }
   if (all.has_calibration()) {
@@ -286,6 +291,7 @@ void run_eval(EvalArgs& args) {
                                                     {"num_speculative_tokens", num_spec_tokens},
                                                     {"temperature", args.gen.sampling.temperature},
                                                     {"max_tokens", args.gen.max_tokens},
+                                                    {"step_time_ratio", spec.schedule_metrics().step_time_ratio},
                                                     {"domains", json},
                                                     {"pooled_datasets", json_sets}}
                                          .dump(2);

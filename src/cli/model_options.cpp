@@ -12,6 +12,7 @@
 #include "core/threads.h"
 #include "engine/step_profile.h"
 #include "kernels/isa.h"
+#include "model/load_quantization.h"
 #include "spec/tail_match.h"
 
 namespace dspark::cli {
@@ -29,6 +30,9 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
   cmd->parse_complete_callback([&a] {
     if (a.dtype == "auto") a.dtype = auto_compute_dtype(a.model_dir);
     if (a.kv_dtype == "auto") a.kv_dtype = std::string(dtype_name(parse_dtype(a.dtype)));
+    if (a.quantization == "auto") {
+      a.quantization = quantization_name(configured_quantization(a.model_dir).value_or(WeightQuantization::kNone));
+    }
   });
   cmd->add_option("--kv-dtype", a.kv_dtype, "KV cache dtype: auto (the compute dtype), bf16 or f32")
       ->check(CLI::IsMember({"auto", "bf16", "f32", "bfloat16", "float32"}))
@@ -37,8 +41,10 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
                   "Kernel ISA: auto, avx2, avxvnni, avx512, avx512bf16, vnni or amx (a cap; DSPARK_ISA when auto)")
       ->check(CLI::IsMember({"auto", "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "amx"}))
       ->capture_default_str();
-  cmd->add_option("--quantization", a.quantization, "Matmul weights: none or int8 (quantized at load)")
-      ->check(CLI::IsMember({"none", "int8"}))
+  cmd->add_option("--quantization", a.quantization,
+                  "Matmul weights: auto (the model config's \"quantization\", else none), none or int8 (quantized "
+                  "at load)")
+      ->check(CLI::IsMember({"auto", "none", "int8"}))
       ->capture_default_str();
   cmd->add_option("--threads", a.threads, "Threads (0 = OpenMP default)")->capture_default_str();
   cmd->add_option("--max-model-len", a.max_model_len, "Context length (0 = the model's)")->capture_default_str();
@@ -110,7 +116,8 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
       "DSpark/DFlash drafter with a greedy draft vocabulary: draft greedy requests from the whole vocabulary too");
   cmd->add_option_function<std::string>(
          "--draft-quantization", [&s](const std::string& q) { if (q != "auto") s.quantization = parse_quantization(q); },
-         "Draft model / DSpark / DFlash / EAGLE-3 drafter matmul weights: auto (as the target's), none or int8")
+         "Draft model / DSpark / DFlash / EAGLE-3 drafter matmul weights: auto (the drafter config's "
+         "\"quantization\", else as the target's), none or int8")
       ->check(CLI::IsMember({"auto", "none", "int8"}))
       ->default_str("auto");
   cmd->add_option("--ngram-min", s.ngram_min, "N-gram: shortest tail matched")->capture_default_str();
@@ -186,6 +193,10 @@ Assembly assemble(const ModelArgs& a, const SpeculatorOptions& speculator, int64
   o.reprofile = a.reprofile;
   Assembly assembly = dspark::assemble(o);
   print_kernels(*assembly.target);
+  if (!speculator.speculator.empty() && speculator.speculator != "ngram") {
+    const bool int8 = drafter_quantization(speculator, *assembly.target) == WeightQuantization::kInt8;
+    fmt::print(stderr, "drafter: {} ({} weights)\n", speculator.speculator, int8 ? "int8" : a.dtype);
+  }
   if (assembly.profile) {
     const auto& sps = assembly.engine.step_cost->values();
     std::fprintf(stderr, "[dspark] step-cost profile %s (%.1f s): SPS(1) %.0f, SPS(9) %.0f, SPS(%lld) %.0f steps/s\n",

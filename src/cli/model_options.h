@@ -24,7 +24,9 @@ struct ModelArgs {
   std::string dtype = "auto";      // matmul compute dtype; auto resolves after parsing (auto_compute_dtype)
   std::string kv_dtype = "auto";   // KV cache storage; auto resolves to the compute dtype after parsing
   std::string isa = "auto";        // kernel ISA cap (auto = the best this CPU has, or DSPARK_ISA)
-  std::string quantization = "none";  // matmul weights: none (the compute dtype) or int8
+  // matmul weights: none (the compute dtype) or int8; auto (the model config's
+  // "quantization", else none) until the command line is read
+  std::string quantization = "auto";
   int threads = 0;                 // 0 = OpenMP default
   int64_t max_model_len = 0;       // 0 = the model's
   int64_t max_batch_tokens = 256;  // tokens per forward (prefill chunk)

@@ -28,6 +28,17 @@ KvPoolOptions kv_pool_options(const EngineOptions& o, int64_t max_positions) {
   return kv;
 }
 
+// Tokens of a step in which every request decodes (its anchor and drafts), 0 when any
+// request computes part of its prompt: the step-cost profile times decoding steps only.
+int64_t decoding_step_tokens(const std::vector<ScheduledRequest>& scheduled) {
+  int64_t tokens = 0;
+  for (const ScheduledRequest& s : scheduled) {
+    if (!s.request->is_decoding()) return 0;
+    tokens += s.num_real + s.num_drafts;
+  }
+  return tokens;
+}
+
 // Checks the options against the model and sizes the KV cache for them.
 KvPoolOptions checked_kv_options(const EngineOptions& o, const Transformer& model, const Proposer* proposer) {
   o.validate(model);
@@ -160,7 +171,12 @@ bool Engine::step(std::vector<RequestOutput>& outputs) {
   if (scheduled.empty()) return false;
   const double forward_start = now_seconds();
   runner_.execute(scheduled);
-  schedule_metrics_.forward_seconds += now_seconds() - forward_start;
+  const double forward_seconds = now_seconds() - forward_start;
+  schedule_metrics_.forward_seconds += forward_seconds;
+  if (draft_budget_) {
+    if (const int64_t tokens = decoding_step_tokens(scheduled)) draft_budget_->record_target_step(tokens, forward_seconds);
+    schedule_metrics_.step_time_ratio = draft_budget_->step_time_ratio();
+  }
   commit_step(scheduled, outputs);
   scheduler_.retire_finished();
   ++num_steps_;

@@ -78,6 +78,9 @@ struct ScheduleMetrics {
   double forward_seconds = 0;                   // target forwards
   double draft_seconds = 0;                     // proposer propose() calls
   double context_seconds = 0;                   // proposer observe() and catch_up() calls (drafter context)
+  // Adaptive schedule: the target's decoding steps, measured over the step-cost profile's
+  // time for them (spec/step_time_ratio.h); 1 until measured.
+  double step_time_ratio = 1;
 
   double mean_verified_length() const {
     return request_rounds ? static_cast<double>(verified_drafts) / static_cast<double>(request_rounds) : 0.0;

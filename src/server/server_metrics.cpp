@@ -59,6 +59,10 @@ std::string ServerMetrics::render(const EngineLoopStats& s) const {
     for (size_t b = 0; b < s.step_cost.size(); ++b) {
       w.sample("dspark:step_cost_steps_per_second", s.step_cost[b], {{"tokens", std::to_string(b + 1)}});
     }
+    w.gauge("dspark:step_cost_time_ratio",
+            "Target decoding steps' measured time over the profile's (moving average; the adaptive schedule "
+            "converts the drafter's time by it).",
+            s.schedule.step_time_ratio);
   }
   w.family("dspark:spec_decode_num_accepted_tokens_per_pos", "Draft tokens accepted at each draft position.", "counter");
   for (int32_t i = 0; i < s.spec.max_positions(); ++i) {

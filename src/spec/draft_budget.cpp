@@ -55,8 +55,12 @@ void DraftBudget::record_drafting(int64_t num_drafting, int32_t max_drafts, doub
   drafter_cost_.record(num_drafting, seconds / passes);
 }
 
+void DraftBudget::record_target_step(int64_t num_tokens, double seconds) {
+  step_time_ratio_.record(num_tokens, seconds, *cost_);
+}
+
 DrafterTime DraftBudget::drafter_time(int64_t num_drafting) const {
-  const double seconds = drafter_cost_.seconds(num_drafting);
+  const double seconds = drafter_cost_.seconds(num_drafting) / step_time_ratio_.ratio();
   return shape_ == DrafterCostShape::kPerDraft ? DrafterTime::per_draft_seconds(seconds) : DrafterTime(seconds);
 }
 

@@ -15,7 +15,9 @@
 //                    been reached often enough to be measured).
 //
 // Both decisions read the same survival estimates: a budget that drafted positions the
-// admission then never verified would pay for the drafter and never measure it.
+// admission then never verified would pay for the drafter and never measure it. Both weigh
+// the drafter's live time against the profile's step times, in the profile's units
+// (spec/step_time_ratio.h): the target's steps are timed as they run, too.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include "spec/prefix_scheduler.h"
 #include "spec/proposer.h"
 #include "spec/spec_metrics.h"
+#include "spec/step_time_ratio.h"
 
 namespace dspark {
 
@@ -41,8 +44,14 @@ class DraftBudget {
   // The drafter's wall time for one propose() over num_drafting requests, the longest of
   // which asked for max_drafts.
   void record_drafting(int64_t num_drafting, int32_t max_drafts, double seconds);
-  // The drafter's expected time over num_drafting requests, by drafts per request.
+  // A target forward of num_tokens tokens (a decoding step: anchors and drafts) took
+  // `seconds`.
+  void record_target_step(int64_t num_tokens, double seconds);
+  // The drafter's expected time over num_drafting requests, by drafts per request, in the
+  // profile's seconds: its measured time over step_time_ratio().
   DrafterTime drafter_time(int64_t num_drafting) const;
+  // The target's measured step time over the profile's (1 until measured).
+  double step_time_ratio() const { return step_time_ratio_.ratio(); }
 
   // One decoding request's drafts, as the verification length choice sees them.
   struct Candidate {
@@ -66,6 +75,7 @@ class DraftBudget {
   PrefixScheduler prefix_scheduler_;
   DrafterCostShape shape_;
   DrafterCost drafter_cost_;  // seconds per propose() (kPerStep) or per draft position (kPerDraft)
+  StepTimeRatio step_time_ratio_;
   int64_t steps_without_drafting_ = 0;  // steps the drafter's cost alone kept it idle
   std::vector<double> expected_survival_;          // [K] the budget's estimate
   std::vector<std::vector<double>> survival_;      // [max_running][K] a_{r,i}

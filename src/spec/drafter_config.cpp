@@ -139,6 +139,7 @@ DrafterConfig DrafterConfig::from_json(const json& root, const std::string& sour
   for (const double t : r.get_numbers("confidence_repeat_shifts")) {
     c.confidence_repeat_shifts.push_back(static_cast<float>(t));
   }
+  c.quantization = r.get_string("quantization").value_or("");
   DSPARK_CHECK(c.block_size >= 1, "{}: field 'block_size' must be positive, got {}", source, c.block_size);
   c.speculative_tokens = c.num_drafts();
   if (const json* sc = r.find("speculators_config")) parse_speculators_config(*sc, c, source);
@@ -209,6 +210,8 @@ void DrafterConfig::validate(const std::string& source) const {
   }
   DSPARK_CHECK(confidence_repeat_shifts.empty() || enable_confidence_head,
                "{}: confidence_repeat_shifts given but enable_confidence_head is false", source);
+  DSPARK_CHECK(quantization.empty() || quantization == "none" || quantization == "int8",
+               "{}: field 'quantization' must be \"none\" or \"int8\", got '{}'", source, quantization);
   DSPARK_CHECK(speculative_tokens >= 1 && speculative_tokens <= num_drafts(),
                "{}: speculators_config speculative_tokens {} must be within 1..{} (the drafts of one block)", source,
                speculative_tokens, num_drafts());
@@ -259,6 +262,7 @@ json DrafterConfig::to_json() const {
     for (float v : *values) a.push_back(float_for_json(v));
     j[field] = a;
   }
+  if (!quantization.empty()) j["quantization"] = quantization;
   j["speculators_config"] = {
       {"algorithm", std::string(kind_name(kind))},
       {"proposal_methods", json::array({{{"proposal_type", "greedy"}, {"speculative_tokens", speculative_tokens}}})},

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "loader/safetensors.h"
+#include "model/load_quantization.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/dspark_proposer.h"
 #include "spec/eagle3_proposer.h"
@@ -12,6 +13,9 @@
 namespace dspark {
 WeightQuantization drafter_quantization(const SpeculatorOptions& o, const Transformer& target) {
   if (o.quantization) return *o.quantization;
+  if (!o.speculator.empty() && o.speculator != "ngram") {
+    if (const auto configured = configured_quantization(o.speculator)) return *configured;
+  }
   return target.config().int8_weights ? WeightQuantization::kInt8 : target.options().quantization;
 }
 

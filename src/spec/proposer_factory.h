@@ -54,15 +54,17 @@ struct SpeculatorOptions {
   bool greedy_draft_vocab = true;
   int64_t max_running = 1;             // the engine's max_running
   DType compute = DType::kBF16;        // draft model / drafter compute dtype
-  // Draft model's / drafter's matmul weights; unset: as the target's (its --quantization,
-  // or int8 when the target was saved quantized). int8 drafts on a bf16 target trade a
-  // little acceptance for a cheaper draft; the output stays the target's.
+  // Draft model's / drafter's matmul weights; unset: the drafter config's "quantization"
+  // (model/load_quantization.h), else as the target's (its --quantization, or int8 when
+  // the target was saved quantized). int8 drafts on a bf16 target trade a little
+  // acceptance for a cheaper draft; the output stays the target's.
   std::optional<WeightQuantization> quantization;
 };
 
 
-// The drafter's matmul weights: the options' choice, else the target's (int8 when the
-// target runs int8, whether quantized at load or saved quantized).
+// The drafter's matmul weights: the options' choice, else its config's "quantization", else
+// the target's (int8 when the target runs int8, whether quantized at load or saved
+// quantized).
 WeightQuantization drafter_quantization(const SpeculatorOptions& options, const Transformer& target);
 
 class SpeculatorPlan {

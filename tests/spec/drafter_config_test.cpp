@@ -143,6 +143,13 @@ TEST(DrafterConfig, WriterRoundTrips) {
   EXPECT_EQ(DrafterConfig::from_json(shifted.to_json(), "written"), shifted);
   EXPECT_EQ(shifted.confidence_repeat_shift(false), -0.75f);
   EXPECT_EQ(shifted.confidence_repeat_shift(true), 3.0f);
+  // Weights quantized at load: absent = as the target's; written and read back (calibration
+  // and training rewrite the config through here).
+  EXPECT_FALSE(c.to_json().contains("quantization"));
+  DrafterConfig int8 = c;
+  int8.quantization = "int8";
+  EXPECT_EQ(int8.to_json()["quantization"], "int8");
+  EXPECT_EQ(DrafterConfig::from_json(int8.to_json(), "written"), int8);
   // A contextual Markov head: its width written, read back, and its two MLP tensors listed.
   EXPECT_FALSE(c.to_json().contains("markov_context_size"));
   DrafterConfig contextual = c;
@@ -222,6 +229,8 @@ TEST(DrafterConfig, ParseErrorsNameTheField) {
       {[](json& j) { j["aux_hidden_state_layer_ids"] = {3, 3}; }, "aux_hidden_state_layer_ids repeats 3"},
       {[](json& j) { j["aux_hidden_state_layer_ids"] = 3; }, "'aux_hidden_state_layer_ids' must be a list of integers"},
       {[](json& j) { j["markov_head_type"] = "gated"; }, "markov_head_type 'gated' is not supported"},
+      {[](json& j) { j["quantization"] = "int4"; }, "field 'quantization' must be \"none\" or \"int8\", got 'int4'"},
+      {[](json& j) { j["quantization"] = 8; }, "field 'quantization' must be a string"},
       {[](json& j) { j["markov_head_type"] = "contextual"; }, "'contextual' needs a positive 'markov_context_size'"},
       {[](json& j) { j["markov_context_size"] = 64; }, "'markov_context_size' is 64 but the Markov head is not contextual"},
       {[](json& j) {

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "core/check.h"
 #include "spec/draft_budget.h"
+#include "spec/step_time_ratio.h"
 
 namespace dspark {
 namespace {
@@ -68,6 +72,56 @@ TEST(DraftBudget, ASlowDrafterMeasurementIsMeasuredAgain) {
   EXPECT_EQ(budget.drafts_to_make(1, measured), 0);  // (its time is still the slow one)
   for (int i = 0; i < 200; ++i) budget.record_drafting(1, 1, 0.0001);
   EXPECT_EQ(budget.drafts_to_make(1, measured), 8);  // 0.1 ms per draft: all eight pay
+}
+
+// The step-cost profile and the drafter's time meet in one unit: when the target's steps
+// run 4x slower than its profile says (a profile cached at an idler hour), the drafter's
+// live time counts a quarter as much against the profile's steps, as it does against the
+// steps that actually run.
+TEST(DraftBudget, WeighsTheDrafterAgainstTheTargetsMeasuredSteps) {
+  // The profile: 1 ms for 1 token, 1.25 ms for 2 .. 9.
+  std::vector<double> sps(9, 800.0);
+  sps[0] = 1000.0;
+  const auto table = std::make_shared<const StepCostTable>(sps);
+  DraftBudget budget(8, 1, table, DrafterCostShape::kPerDraft);
+  const SpecDecodeMetrics measured(8);  // nothing measured: every draft expected accepted
+  budget.record_drafting(1, 8, 1.0);    // first call: set-up, not counted
+  budget.record_drafting(1, 8, 0.008);  // 1 ms per draft: 9 tokens in 9.25 ms lose to 1 in 1 ms
+  EXPECT_EQ(budget.step_time_ratio(), 1.0);
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 0);
+  budget.record_target_step(9, 1.0);  // the first step (set-up) is not counted
+  EXPECT_EQ(budget.step_time_ratio(), 1.0);
+  for (int i = 0; i < 20; ++i) budget.record_target_step(9, 0.005);  // 5 ms, the profile says 1.25
+  EXPECT_NEAR(budget.step_time_ratio(), 4.0, 1e-9);
+  EXPECT_NEAR(budget.drafter_time(1).at(8), 0.002, 1e-12);  // 8 ms live, 2 ms in the profile's time
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 8);  // 9 tokens in 3.25 ms beat 1 in 1 ms
+  for (int i = 0; i < 200; ++i) budget.record_target_step(1, 0.001);  // back at the profile's speed
+  EXPECT_NEAR(budget.step_time_ratio(), 1.0, 1e-3);
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 0);
+}
+
+TEST(StepTimeRatio, AveragesTheLogRatioAndBoundsOneStep) {
+  const StepCostTable cost(std::vector<double>{1000.0, 500.0});  // 1 ms for 1 token, 2 ms for 2
+  StepTimeRatio ratio;
+  EXPECT_EQ(ratio.ratio(), 1.0);
+  ratio.record(1, 0.5, cost);  // the first step (set-up) is not counted
+  EXPECT_EQ(ratio.ratio(), 1.0);
+  ratio.record(2, 0.001, cost);  // half the profile's time
+  EXPECT_NEAR(ratio.ratio(), 0.5, 1e-12);
+  ratio.record(1, 0.002, cost);  // twice it: the geometric mean of the two
+  EXPECT_NEAR(ratio.ratio(), 1.0, 1e-12);
+  ratio.record(1, 0.0, cost);  // not a measurement
+  ratio.record(0, 0.001, cost);
+  EXPECT_NEAR(ratio.ratio(), 1.0, 1e-12);
+  StepTimeRatio bounded;
+  bounded.record(1, 0.001, cost);
+  bounded.record(1, 1.0, cost);  // a 1000x slower step (preempted) counts as 4x
+  EXPECT_NEAR(bounded.ratio(), 4.0, 1e-9);
+  // After many samples one step moves the average by a fixed 5% of its logarithm.
+  for (int i = 0; i < 200; ++i) bounded.record(1, 0.001, cost);
+  EXPECT_NEAR(bounded.ratio(), 1.0, 1e-4);
+  bounded.record(1, 0.004, cost);
+  EXPECT_NEAR(bounded.ratio(), std::exp(0.05 * std::log(4.0)), 1e-4);
 }
 
 }  // namespace

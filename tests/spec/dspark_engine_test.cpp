@@ -5,9 +5,12 @@
 // own greedy bigrams (long accepted runs, so partial acceptance and rollback are
 // exercised). The drafter is built the way engine/assembly.h builds it: a SpeculatorPlan
 // gives the capture layers, then builds the proposer over the loaded target.
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -165,8 +168,11 @@ TEST(DSparkEngine, CaptureLayersComeFromTheDrafter) {
   EXPECT_THROW(SpeculatorPlan(so, target_config()), Error);
 }
 
-TEST(DSparkEngine, DrafterWeightsAreTheTargetsUnlessNamed) {
+// The drafter's matmul weights: as named, else as its config.json's "quantization" says,
+// else the target's.
+TEST(DSparkEngine, DrafterWeightsAreNamedThenConfiguredThenTheTargets) {
   SpeculatorOptions so;
+  so.speculator = write_drafter(DrafterCase::kRandomDSpark).string();
   auto bf16_target = load_target({});
   EXPECT_EQ(drafter_quantization(so, *bf16_target), WeightQuantization::kNone);
   TransformerOptions int8;
@@ -177,6 +183,23 @@ TEST(DSparkEngine, DrafterWeightsAreTheTargetsUnlessNamed) {
   EXPECT_EQ(drafter_quantization(so, *bf16_target), WeightQuantization::kInt8);
   so.quantization = WeightQuantization::kNone;
   EXPECT_EQ(drafter_quantization(so, *int8_target), WeightQuantization::kNone);
+
+  // A drafter that ships int8 at load: its config decides unless the options name weights.
+  const std::filesystem::path config_path = std::filesystem::path(so.speculator) / "config.json";
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(config_path));
+  config["quantization"] = "int8";
+  std::ofstream(config_path) << config.dump();
+  so.quantization.reset();
+  EXPECT_EQ(drafter_quantization(so, *bf16_target), WeightQuantization::kInt8);
+  so.quantization = WeightQuantization::kNone;
+  EXPECT_EQ(drafter_quantization(so, *bf16_target), WeightQuantization::kNone);
+  config["quantization"] = "none";
+  std::ofstream(config_path) << config.dump();
+  so.quantization.reset();
+  EXPECT_EQ(drafter_quantization(so, *int8_target), WeightQuantization::kNone);
+  config["quantization"] = "fp8";
+  std::ofstream(config_path) << config.dump();
+  EXPECT_THROW(drafter_quantization(so, *bf16_target), Error);
 }
 
 // An int8 drafter proposes for a bf16 target: the drafts differ, the output does not.
