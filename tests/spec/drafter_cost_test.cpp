@@ -54,15 +54,18 @@ TEST(DraftBudget, DrafterTimePerStepOrPerDraft) {
   EXPECT_DOUBLE_EQ(per_step.drafter_time(2).at(8), 0.040);
 }
 
+// A step-cost profile: one target step takes 1 ms for 1 token, 1.25 ms for 2 .. 9.
+std::shared_ptr<const StepCostTable> one_ms_then_flat() {
+  std::vector<double> sps(9, 800.0);
+  sps[0] = 1000.0;
+  return std::make_shared<const StepCostTable>(sps);
+}
+
 // One drafter measurement so slow that even every draft accepted would not pay switches
 // drafting off, but not for good: every 64 steps without drafts the drafter drafts again,
 // and normal measurements bring it back.
 TEST(DraftBudget, ASlowDrafterMeasurementIsMeasuredAgain) {
-  // One target step: 1 ms for 1 token, 1.25 ms for 2 .. 9.
-  std::vector<double> sps(9, 800.0);
-  sps[0] = 1000.0;
-  const auto table = std::make_shared<const StepCostTable>(sps);
-  DraftBudget budget(8, 1, table, DrafterCostShape::kPerDraft);
+  DraftBudget budget(8, 1, one_ms_then_flat(), DrafterCostShape::kPerDraft);
   const SpecDecodeMetrics measured(8);  // nothing measured: every draft expected accepted
   EXPECT_GT(budget.drafts_to_make(1, measured), 0);  // the drafter has not been measured: free
   budget.record_drafting(1, 1, 1.0);                 // first call: set-up, not counted
@@ -79,11 +82,7 @@ TEST(DraftBudget, ASlowDrafterMeasurementIsMeasuredAgain) {
 // live time counts a quarter as much against the profile's steps, as it does against the
 // steps that actually run.
 TEST(DraftBudget, WeighsTheDrafterAgainstTheTargetsMeasuredSteps) {
-  // The profile: 1 ms for 1 token, 1.25 ms for 2 .. 9.
-  std::vector<double> sps(9, 800.0);
-  sps[0] = 1000.0;
-  const auto table = std::make_shared<const StepCostTable>(sps);
-  DraftBudget budget(8, 1, table, DrafterCostShape::kPerDraft);
+  DraftBudget budget(8, 1, one_ms_then_flat(), DrafterCostShape::kPerDraft);
   const SpecDecodeMetrics measured(8);  // nothing measured: every draft expected accepted
   budget.record_drafting(1, 8, 1.0);    // first call: set-up, not counted
   budget.record_drafting(1, 8, 0.008);  // 1 ms per draft: 9 tokens in 9.25 ms lose to 1 in 1 ms
