@@ -1,0 +1,3 @@
+# One line per dspark eval output: the mean speedup of its domains (and each), τ, the
+# step-time ratio and the time per round.   speedups.sh FILE...
+for f in "$@"; do printf "%-36s " $(basename $f .txt); sed -n '/^domain/,/^all/p' $f | awk '$1!="domain" && $1!="all"{gsub("x","",$6); s+=$6; n++; t=t" "$6} /^all/{tau=$2} END{printf "mean %.3f (%s) tau %s ", s/n, t, tau}'; grep -o "profile's: [0-9.]*" $f | tr '\n' ' '; grep '^all ' $f | sed -n 2p | cut -c1-40; echo; done
