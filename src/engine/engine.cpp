@@ -174,7 +174,8 @@ bool Engine::step(std::vector<RequestOutput>& outputs) {
   const double forward_seconds = now_seconds() - forward_start;
   schedule_metrics_.forward_seconds += forward_seconds;
   if (draft_budget_) {
-    if (const int64_t tokens = decoding_step_tokens(scheduled)) draft_budget_->record_target_step(tokens, forward_seconds);
+    const int64_t tokens = decoding_step_tokens(scheduled);
+    if (tokens > 0) draft_budget_->record_target_step(tokens, forward_seconds);
     schedule_metrics_.step_time_ratio = draft_budget_->step_time_ratio();
   }
   commit_step(scheduled, outputs);

@@ -75,7 +75,8 @@ std::string with_quantization_key(const std::string& model_dir, const std::strin
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const auto& entry : fs::directory_iterator(model_dir)) {
-    if (entry.path().filename() != "config.json") fs::create_symlink(fs::absolute(entry.path()), dir / entry.path().filename());
+    const fs::path name = entry.path().filename();
+    if (name != "config.json") fs::create_symlink(fs::absolute(entry.path()), dir / name);
   }
   std::stringstream config;
   config << std::ifstream(fs::path(model_dir) / "config.json").rdbuf();
