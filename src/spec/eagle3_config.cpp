@@ -31,7 +31,7 @@ const std::set<std::string>& speculators_fields() {
       "architectures",     "speculators_model_type", "speculators_version",
       "transformer_layer_config", "draft_vocab_size", "target_hidden_size",
       "eagle_aux_hidden_state_layer_ids", "norm_before_residual", "speculators_config",
-      "torch_dtype",       "dtype",                  "transformers_version",
+      "quantization",      "torch_dtype",       "dtype",                  "transformers_version",
       // Training-side switches of the speculators package that do not change inference.
       "embed_requires_grad", "enable_sp_ulysses", "norm_before_fc",
   };
@@ -87,7 +87,7 @@ Eagle3Config parse_speculators(const json& root, const JsonFields& r, const std:
     DSPARK_CHECK(speculators_fields().contains(key),
                  "{}: unknown field '{}' in an eagle3 speculators config (known: architectures, "
                  "transformer_layer_config, draft_vocab_size, target_hidden_size, eagle_aux_hidden_state_layer_ids, "
-                 "norm_before_residual, speculators_config)",
+                 "norm_before_residual, speculators_config, quantization)",
                  source, key);
   }
   DSPARK_CHECK(!r.get_bool("norm_before_fc", false), "{}: norm_before_fc true (an RMSNorm before fc) is not supported",
@@ -107,6 +107,7 @@ Eagle3Config parse_speculators(const json& root, const JsonFields& r, const std:
   c.target_hidden_size = r.get_int("target_hidden_size", c.layer.hidden_size);
   c.aux_hidden_state_layer_ids = read_layer_ids(r, "eagle_aux_hidden_state_layer_ids");
   c.norm_before_residual = r.get_bool("norm_before_residual", false);
+  c.quantization = r.get_string("quantization").value_or("");
   if (const json* sc = r.find("speculators_config")) parse_speculators_config(*sc, c, source);
   return c;
 }
@@ -168,6 +169,8 @@ Eagle3Config Eagle3Config::from_file(const std::filesystem::path& path) {
 }
 
 void Eagle3Config::validate(const std::string& source) const {
+  DSPARK_CHECK(quantization.empty() || quantization == "none" || quantization == "int8",
+               "{}: field 'quantization' must be \"none\" or \"int8\", got '{}'", source, quantization);
   DSPARK_CHECK(layer.num_hidden_layers == 1,
                "{}: transformer_layer_config.num_hidden_layers is {}; an EAGLE-3 drafter has exactly 1 layer", source,
                layer.num_hidden_layers);
@@ -220,6 +223,7 @@ json Eagle3Config::to_json() const {
   j["target_hidden_size"] = target_hidden_size;
   if (!aux_hidden_state_layer_ids.empty()) j["eagle_aux_hidden_state_layer_ids"] = aux_hidden_state_layer_ids;
   j["norm_before_residual"] = norm_before_residual;
+  if (!quantization.empty()) j["quantization"] = quantization;
   j["speculators_config"] = {
       {"algorithm", "eagle3"},
       {"proposal_methods", json::array({{{"proposal_type", "greedy"}, {"speculative_tokens", speculative_tokens}}})},

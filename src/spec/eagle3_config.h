@@ -62,6 +62,9 @@ struct Eagle3Config {
   std::vector<int32_t> aux_hidden_state_layer_ids;  // 3 ids, speculators convention; empty = vLLM default
   bool norm_before_residual = false;
   int32_t speculative_tokens = 3;             // default drafts per round (speculators_config)
+  // Matmul weights at load unless the command line names them: "" (as the target's),
+  // "none" or "int8" (model/load_quantization.h reads it for the engine).
+  std::string quantization;
   std::string verifier_name_or_path;
   std::vector<std::string> verifier_architectures;
 

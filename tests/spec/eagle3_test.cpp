@@ -58,6 +58,11 @@ TEST(Eagle3Config, SpeculatorsLayoutRoundTrips) {
   EXPECT_EQ(back, c);
   EXPECT_EQ(back.capture_layers(4), (std::vector<int32_t>{0, 1, 3}));
   EXPECT_EQ(back.layer_prefix(), "layers.0.");
+  // Weights quantized at load (model/load_quantization.h): absent unless set, then kept.
+  EXPECT_FALSE(c.to_json().contains("quantization"));
+  Eagle3Config int8 = c;
+  int8.quantization = "int8";
+  EXPECT_EQ(Eagle3Config::from_json(int8.to_json(), "round trip"), int8);
 }
 
 TEST(Eagle3Config, OriginalLayoutAndVllmDefaultLayers) {
@@ -91,6 +96,8 @@ TEST(Eagle3Config, BadConfigsAreRefusedNamingTheField) {
             std::string::npos);
   EXPECT_NE(refused([](auto& j) { j["draft_vocab_size"] = 1000; }).find("draft_vocab_size"), std::string::npos);
   EXPECT_NE(refused([](auto& j) { j["mystery"] = 1; }).find("unknown field 'mystery'"), std::string::npos);
+  EXPECT_NE(refused([](auto& j) { j["quantization"] = "int4"; }).find("field 'quantization' must be"),
+            std::string::npos);
   EXPECT_NE(refused([](auto& j) { j["transformer_layer_config"]["num_hidden_layers"] = 2; })
                 .find("exactly 1 layer"),
             std::string::npos);
