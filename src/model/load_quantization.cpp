@@ -16,9 +16,17 @@ std::optional<WeightQuantization> configured_quantization(const std::filesystem:
   DSPARK_CHECK(config.is_object(), "{}: not a JSON object", path.string());
   const auto it = config.find("quantization");
   if (it == config.end()) return std::nullopt;
-  DSPARK_CHECK(it->is_string() && (*it == "none" || *it == "int8"),
+  // Unlike an unset field in a parsed config, an empty string here is a value, and not one of the two.
+  DSPARK_CHECK(it->is_string() && !it->get<std::string>().empty(),
                "{}: field 'quantization' must be \"none\" or \"int8\", got {}", path.string(), it->dump());
-  return parse_quantization(it->get<std::string>());
+  const std::string value = it->get<std::string>();
+  check_configured_quantization(value, path.string());
+  return parse_quantization(value);
+}
+
+void check_configured_quantization(const std::string& value, const std::string& source) {
+  DSPARK_CHECK(value.empty() || value == "none" || value == "int8",
+               "{}: field 'quantization' must be \"none\" or \"int8\", got '{}'", source, value);
 }
 
 }  // namespace dspark

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "kernels/linear.h"
 
@@ -17,5 +18,9 @@ namespace dspark {
 // loader reports that) is absent. Throws Error, naming the file, for a value that is not
 // "none" or "int8" or a config.json that is not a JSON object.
 std::optional<WeightQuantization> configured_quantization(const std::filesystem::path& model_dir);
+
+// Throws Error naming `source` unless `value` is empty (unset), "none" or "int8": the check
+// of every config that carries the key.
+void check_configured_quantization(const std::string& value, const std::string& source);
 
 }  // namespace dspark

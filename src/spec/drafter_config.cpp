@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "model/load_quantization.h"
 #include "loader/json_fields.h"
 
 namespace dspark {
@@ -210,8 +211,7 @@ void DrafterConfig::validate(const std::string& source) const {
   }
   DSPARK_CHECK(confidence_repeat_shifts.empty() || enable_confidence_head,
                "{}: confidence_repeat_shifts given but enable_confidence_head is false", source);
-  DSPARK_CHECK(quantization.empty() || quantization == "none" || quantization == "int8",
-               "{}: field 'quantization' must be \"none\" or \"int8\", got '{}'", source, quantization);
+  check_configured_quantization(quantization, source);
   DSPARK_CHECK(speculative_tokens >= 1 && speculative_tokens <= num_drafts(),
                "{}: speculators_config speculative_tokens {} must be within 1..{} (the drafts of one block)", source,
                speculative_tokens, num_drafts());

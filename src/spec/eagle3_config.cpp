@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "model/load_quantization.h"
 #include "loader/json_fields.h"
 #include "spec/drafter_config.h"
 
@@ -169,8 +170,7 @@ Eagle3Config Eagle3Config::from_file(const std::filesystem::path& path) {
 }
 
 void Eagle3Config::validate(const std::string& source) const {
-  DSPARK_CHECK(quantization.empty() || quantization == "none" || quantization == "int8",
-               "{}: field 'quantization' must be \"none\" or \"int8\", got '{}'", source, quantization);
+  check_configured_quantization(quantization, source);
   DSPARK_CHECK(layer.num_hidden_layers == 1,
                "{}: transformer_layer_config.num_hidden_layers is {}; an EAGLE-3 drafter has exactly 1 layer", source,
                layer.num_hidden_layers);
