@@ -3,7 +3,7 @@
 // KV history of 128 positions (and 896 for two paths' verification ratio, where attention
 // weighs more), for each matmul path this CPU has: bf16 weights under the
 // ISA caps avx2 (fma256), avx512 (fma512) and the best level (what `auto` picks), int8
-// weights (vnni512, and avx2), and f32 (the packed f32 kernels). Alongside, the machine's read bandwidth is measured in the
+// weights (amx, vnni512, avxvnni and avx2), and f32 (the packed f32 kernels). Alongside, the machine's read bandwidth is measured in the
 // same run, so the roofline fraction (weight bytes / bandwidth vs step time) compares
 // like with like on a noisy machine.
 //
@@ -98,6 +98,7 @@ const Path kPaths[] = {
     {"f32 packed", DType::kF32, best_isa(), WeightQuantization::kNone},
     {"int8 avx2", DType::kBF16, Isa::kAvx2, WeightQuantization::kInt8},
     {"int8 avxvnni", DType::kBF16, Isa::kAvxVnni, WeightQuantization::kInt8},
+    {"int8 amx", DType::kBF16, Isa::kAmx, WeightQuantization::kInt8},
 };
 
 // history: kHistory or kLongHistory (one cached fixture each).
@@ -136,6 +137,10 @@ BENCHMARK(BM_Step)
     ->Args({4, 9})
     ->Args({0, 64})
     ->Args({3, 64})
+    ->Args({7, 1})
+    ->Args({7, 9})
+    ->Args({7, 16})
+    ->Args({7, 64})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0)
     ->ComputeStatistics("min", min_of);
@@ -172,7 +177,7 @@ void BM_VerifyOverDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_VerifyOverDecode)
     ->ArgNames({"path", "history"})
-    ->ArgsProduct({benchmark::CreateDenseRange(0, 6, 1), {kHistory}})
+    ->ArgsProduct({benchmark::CreateDenseRange(0, 7, 1), {kHistory}})
     ->Args({0, kLongHistory})
     ->Args({3, kLongHistory})
     ->Iterations(300)

@@ -14,7 +14,7 @@
 //   avx512      AVX-512 F/BW/VL/DQ with the OS saving zmm state (512-bit FMA kernels)
 //   avx512bf16  + AVX512_BF16 (vdpbf16ps)
 //   vnni        + AVX512_VNNI (vpdpbusd, int8 weights)
-//   amx         AMX tiles for bf16, granted by the kernel (arch_prctl)
+//   amx         AMX tiles for bf16 and int8, granted by the kernel (arch_prctl)
 #pragma once
 
 #include <cstddef>

@@ -7,6 +7,7 @@
 // the same values with plain loops.
 //
 // Kernels (the same bits on every path: integer sums are exact, the f32 epilogue is one):
+//  - kAmx: AMX tdpbsud for calls of 8-12 rows (others run kVnni512), ISA level `amx`;
 //  - kVnni512: AVX512_VNNI vpdpbusd, ISA level `vnni`;
 //  - kAvxVnni: AVX-VNNI vpdpbusd on 256-bit vectors, ISA level `avxvnni`;
 //  - kAvx2: vpmaddubsw + vpmaddwd, ISA level `avx2` (CPUs without VNNI).
@@ -23,11 +24,12 @@
 
 namespace dspark {
 
-enum class Int8Kernel : uint8_t { kBest, kAvx2, kAvxVnni, kVnni512 };
+enum class Int8Kernel : uint8_t { kBest, kAvx2, kAvxVnni, kVnni512, kAmx };
 
-std::string_view int8_kernel_name(Int8Kernel kernel);  // "avx2", "avxvnni", "vnni512"
+std::string_view int8_kernel_name(Int8Kernel kernel);  // "avx2", "avxvnni", "vnni512", "amx"
 Isa int8_kernel_isa(Int8Kernel kernel);                 // the level a kernel needs
-// The kernel kBest resolves to under the current ISA cap: VNNI where allowed, else AVX2.
+// The kernel kBest resolves to under the current ISA cap: AMX, else VNNI, else AVX-VNNI,
+// else AVX2, the first one allowed.
 Int8Kernel best_int8_kernel();
 
 inline constexpr int64_t kInt8ScaleBlock = 32;  // columns of k per weight scale

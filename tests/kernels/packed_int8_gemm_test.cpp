@@ -47,7 +47,7 @@ TEST(Int8Quantization, RoundTripsWithinHalfAStep) {
 // same f32 operations in the same order): bit for bit.
 TEST_P(PackedInt8GemmTest, SameBitsAsReference) {
   for (auto [out, in, rows] : {std::tuple{37, 53, 1}, {130, 67, 17}, {200, 333, 40}, {64, 1000, 3}, {16, 32, 13},
-                              {33, 96, 7}}) {
+                              {33, 96, 7}, {70, 130, 9}, {50, 64, 12}, {8, 40, 8}}) {
     const auto w = random_floats(static_cast<size_t>(out * in), 1 + out);
     const auto b = random_floats(static_cast<size_t>(out), 2);
     const auto x = random_floats(static_cast<size_t>(rows * in), 3 + in, -2.0f, 2.0f);
@@ -118,7 +118,8 @@ TEST(PackedInt8Gemm, ThroughLinear) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PackedInt8GemmTest,
-                         ::testing::Values(Int8Kernel::kAvx2, Int8Kernel::kAvxVnni, Int8Kernel::kVnni512),
+                         ::testing::Values(Int8Kernel::kAvx2, Int8Kernel::kAvxVnni, Int8Kernel::kVnni512,
+                                           Int8Kernel::kAmx),
                          [](const auto& info) { return std::string(int8_kernel_name(info.param)); });
 
 TEST(PackedInt8Gemm, RejectsBadInput) {
@@ -126,9 +127,10 @@ TEST(PackedInt8Gemm, RejectsBadInput) {
   Int8Weights q = quantize_int8_weights(w.data(), 8, 8);
   q.scales.pop_back();
   EXPECT_THROW(PackedInt8Gemm(q, {}, 4, Int8Kernel::kAvx2), Error);
-  for (Int8Kernel kernel : {Int8Kernel::kAvxVnni, Int8Kernel::kVnni512}) {
-    if (!isa_allowed(int8_kernel_isa(kernel)))
+  for (Int8Kernel kernel : {Int8Kernel::kAvxVnni, Int8Kernel::kVnni512, Int8Kernel::kAmx}) {
+    if (!isa_allowed(int8_kernel_isa(kernel))) {
       EXPECT_THROW(PackedInt8Gemm(quantize_int8_weights(w.data(), 8, 8), {}, 4, kernel), Error);
+    }
   }
   EXPECT_THROW(parse_quantization("int4"), Error);
   EXPECT_EQ(parse_quantization("int8"), WeightQuantization::kInt8);

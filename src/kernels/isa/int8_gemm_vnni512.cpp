@@ -132,8 +132,12 @@ void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, cons
 
 }  // namespace
 
+void quantize_int8_rows_avx512(const float* x, int64_t in, int64_t padded_in, int64_t rows, const Int8Activations& a) {
+  for (int64_t r = 0; r < rows; ++r) quantize_row(x + r * in, in, padded_in, r, a);
+}
+
 void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activations& a, float* y, int64_t rows) {
-  for (int64_t r = 0; r < rows; ++r) quantize_row(x + r * w.in, w.in, w.padded_in, r, a);
+  quantize_int8_rows_avx512(x, w.in, w.padded_in, rows, a);
   const int64_t num_chunks = w.padded_in / kInt8Chunk;
   const int64_t ldq = w.padded_in;
   parallel_for(w.num_groups, rows * w.out * w.in >= kInt8ParallelMinMacs, [&](int64_t begin, int64_t end) {
