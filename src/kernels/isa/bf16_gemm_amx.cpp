@@ -3,23 +3,16 @@
 #include <immintrin.h>
 
 #include "core/thread_pool.h"
+#include "kernels/isa/amx_tile_config.h"
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/simd.h"
 
 namespace dspark::kernels {
 namespace {
 
-// Palette 1, eight tiles of 16 rows x 64 bytes.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
+// Eight tiles of 16 rows x 64 bytes.
 void load_tile_config() {
-  TileConfig config;
+  AmxTileConfig config;
   for (int t = 0; t < 8; ++t) {
     config.colsb[t] = 64;
     config.rows[t] = 16;

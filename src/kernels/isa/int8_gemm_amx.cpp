@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include "core/thread_pool.h"
+#include "kernels/isa/amx_tile_config.h"
 #include "kernels/isa/int8_kernels.h"
 #include "kernels/isa/tile_table.h"
 #include "kernels/simd.h"
@@ -26,16 +27,8 @@ namespace {
 
 // Tiles: 0 the activations (rows x 32 bytes), 1-2 the weights of the group's two blocks
 // (8 x 64 bytes), 3-4 the blocks' int32 sums (rows x 16 outputs).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 void load_tile_config(int64_t rows) {
-  TileConfig config;
+  AmxTileConfig config;
   config.colsb[0] = kInt8Chunk;
   config.rows[0] = static_cast<uint8_t>(rows);
   for (int t = 1; t <= 2; ++t) {
