@@ -50,7 +50,7 @@ static constexpr int64_t int8_prefetch_chunks(int rows) { return rows == 1 ? 16 
 
 // The rows int8_gemm_amx takes: all in one tile, whose f32 sums (12 rows x 32 outputs) stay
 // in 24 of the 32 zmm registers. Measured on Xeon with AMX against int8_gemm_vnni512
-// (3072 x 512, weights from L3, 2 threads): 1.04-1.16x at 8-12 rows, 0.92-1.02x at 2-7
+// (3072 x 512, weights from L3, 2 threads): 1.04-1.16x at 8-12 rows, 0.92-1.06x at 2-7
 // (a chunk's tile work costs the same at any row count) and 0.92-1.01x at 13-16 (two row
 // tiles load and store twice).
 inline constexpr int64_t kInt8AmxMinRows = 8;
