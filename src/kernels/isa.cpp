@@ -94,6 +94,7 @@ std::string missing_for(Isa isa) {
   if (isa == Isa::kAvx512Bf16) need(f.avx512bf16, "AVX512_BF16");
   if (isa == Isa::kVnni) need(f.avx512vnni, "AVX512_VNNI");
   if (isa == Isa::kAmx) {
+    need(f.avx512vnni, "AVX512_VNNI");  // the int8 AMX kernel leaves small products to vnni512
     need(f.amx_tile && f.amx_bf16 && f.amx_int8, "AMX-TILE/AMX-BF16/AMX-INT8");
     need(f.os_amx, "OS support for AMX state");
     if (missing.empty()) need(amx_permitted(), "the kernel's AMX permission (arch_prctl)");

@@ -139,12 +139,7 @@ void PackedInt8Gemm::multiply(const float* x, float* y, int64_t num_rows) {
   const kernels::PackedInt8View w{packed_->as<uint8_t>(), bias_->as<float>(), out_, in_, padded_in_, num_groups_};
   const kernels::Int8Activations a{x_q_.as<int8_t>(), x_scale_.as<float>(), x_offset_.as<float>()};
   switch (kernel_) {
-    case Int8Kernel::kAmx:
-      if (num_rows >= kernels::kInt8AmxMinRows && num_rows <= kernels::kInt8AmxMaxRows) {
-        kernels::int8_gemm_amx(w, x, a, y, num_rows);
-        break;
-      }
-      [[fallthrough]];
+    case Int8Kernel::kAmx: kernels::int8_gemm_amx(w, x, a, y, num_rows); break;
     case Int8Kernel::kVnni512: kernels::int8_gemm_vnni512(w, x, a, y, num_rows); break;
     case Int8Kernel::kAvxVnni: kernels::int8_gemm_avxvnni(w, x, a, y, num_rows); break;
     default: kernels::int8_gemm_avx2(w, x, a, x_sum_.as<int32_t>(), y, num_rows);

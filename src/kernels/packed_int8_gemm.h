@@ -7,7 +7,7 @@
 // the same values with plain loops.
 //
 // Kernels (the same bits on every path: integer sums are exact, the f32 epilogue is one):
-//  - kAmx: AMX tdpbsud for calls of 8-12 rows (others run kVnni512), ISA level `amx`;
+//  - kAmx: AMX tdpbsud for calls of 8-12 rows (the others as kVnni512), ISA level `amx`;
 //  - kVnni512: AVX512_VNNI vpdpbusd, ISA level `vnni`;
 //  - kAvxVnni: AVX-VNNI vpdpbusd on 256-bit vectors, ISA level `avxvnni`;
 //  - kAvx2: vpmaddubsw + vpmaddwd, ISA level `avx2` (CPUs without VNNI).

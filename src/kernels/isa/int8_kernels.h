@@ -48,14 +48,6 @@ struct PackedInt8View {
 // inline symbols).
 static constexpr int64_t int8_prefetch_chunks(int rows) { return rows == 1 ? 16 : 8; }
 
-// The rows int8_gemm_amx takes: all in one tile, whose f32 sums (12 rows x 32 outputs) stay
-// in 24 of the 32 zmm registers. Measured on Xeon with AMX against int8_gemm_vnni512
-// (3072 x 512, weights from L3, 2 threads): 1.04-1.16x at 8-12 rows, 0.92-1.06x at 2-7
-// (a chunk's tile work costs the same at any row count) and 0.92-1.01x at 13-16 (two row
-// tiles load and store twice).
-inline constexpr int64_t kInt8AmxMinRows = 8;
-inline constexpr int64_t kInt8AmxMaxRows = 12;
-
 // Below this many multiply-adds a product stays on the calling thread.
 inline constexpr int64_t kInt8ParallelMinMacs = int64_t{1} << 17;
 
@@ -90,8 +82,8 @@ void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activa
 // sums: [rows, padded_in / 32] int32 scratch (Σ q_x per chunk).
 void int8_gemm_avx2(const PackedInt8View& w, const float* x, const Int8Activations& a, int32_t* sums, float* y,
                     int64_t rows);
-// The same on AMX tiles (tdpbsud) for kInt8AmxMinRows <= rows <= kInt8AmxMaxRows (the same
-// bits as int8_gemm_vnni512, which runs every other row count).
+// The same on AMX tiles (tdpbsud) where they pay (8-12 rows), int8_gemm_vnni512 for other row
+// counts: the same bits either way.
 void int8_gemm_amx(const PackedInt8View& w, const float* x, const Int8Activations& a, float* y, int64_t rows);
 // The same on AVX-VNNI (256-bit vpdpbusd on the offset weights, as int8_gemm_vnni512: no sums).
 void int8_gemm_avxvnni(const PackedInt8View& w, const float* x, const Int8Activations& a, float* y, int64_t rows);
