@@ -1,4 +1,5 @@
 # Round 14 (two arms on the same batches, one thread each, side by side) and round 15.
+# models/tiny-target-dspark was round 13 when this ran.
 set -e
 R=/work/runs/s48; T=build/train/dspark-train
 arm() {  # arm NAME EXTRA...
