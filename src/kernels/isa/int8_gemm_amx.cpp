@@ -122,9 +122,9 @@ void int8_gemm_amx(const PackedInt8View& w, const float* x, const Int8Activation
     load_tile_config(rows);  // tile configuration is per thread
     for (int64_t g = begin; g < end; ++g) {
       const Int8Group group = int8_group(w, g, num_chunks);
-      tile_for<Tile, kMaxRows, 2>(rows, group.blocks)(a, w.padded_in, num_chunks, group.records,
-                                                             group.record_bytes, group.blocks, w.bias + group.col,
-                                                             y + group.col, w.out, w.out - group.col);
+      tile_for<Tile, kMaxRows, 2>(rows, group.blocks)(a, w.padded_in, num_chunks, group.records, group.record_bytes,
+                                                      group.blocks, w.bias + group.col, y + group.col, w.out,
+                                                      w.out - group.col);
     }
     _tile_release();
   });
