@@ -5,6 +5,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/prefetch.h"
 #include "kernels/isa/row_spans.h"
 #include "kernels/isa/tile_table.h"
 #include "kernels/simd.h"
@@ -32,13 +33,13 @@ void tile(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ch0, int64_
       acc[r][b] = ch0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(partial + (r * kBlocks + b) * kBf16Block);
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const uint16_t* wc = w + ch * kBlocks * kBf16TileElems;
-    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead
-    // (tiles of several rows only; at one row the hardware prefetcher keeps up: measured on
-    // Zen 5, asking 2 chunks ahead gains nothing, 4 or 8 cost 5-10%).
-    const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * kBlocks * kBf16TileElems);
-    if constexpr (kRows > 1)
-      for (int64_t line = 0; line < kBlocks * kBf16TileElems * 2; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+    // Weights stream from memory once per call: ask for the chunk kPrefetchChunks ahead, a
+    // share of its lines per k-pair (kernels/isa/prefetch.h); tiles of several rows only (at
+    // one row the hardware prefetcher keeps up: measured on Zen 5 with the asks at the chunk's
+    // start, 2 chunks ahead gained nothing, 4 or 8 cost 5-10%).
+    const uint16_t* ahead = wc + kPrefetchChunks * kBlocks * kBf16TileElems;
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
+      if constexpr (kRows > 1) prefetch_step<kBlocks * kBf16TileElems * 2, kBf16ChunkPairs>(ahead, i);
       __m512bh wv[kBlocks];
       #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b)

@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/isa/f32_kernels.h"
+#include "kernels/isa/prefetch.h"
 #include "kernels/isa/row_spans.h"
 
 namespace dspark::kernels {
@@ -75,12 +76,12 @@ void tile(const float* x, int64_t ldx, const W* w, int64_t chunk_stride, int64_t
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const W* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
-    // Ask for the chunk kPrefetchChunks ahead (fma_tile_prefetches says when).
-    const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
-    if constexpr (fma_tile_prefetches(kRows, sizeof(W)))
-      for (int64_t line = 0; line < kBf16TileElems * int64_t{sizeof(W)}; line += 64)
-        _mm_prefetch(ahead + line, _MM_HINT_T0);
+    // Ask for the chunk kPrefetchChunks ahead (fma_tile_prefetches says when), a share of its
+    // lines per k-pair (kernels/isa/prefetch.h).
+    const W* ahead = wc + kPrefetchChunks * chunk_stride;
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
+      if constexpr (fma_tile_prefetches(kRows, sizeof(W)))
+        prefetch_step<kBf16TileElems * int64_t{sizeof(W)}, kBf16ChunkPairs>(ahead, i);
       // Both halves' weights first, then each row's two broadcasts feed all four FMAs: every
       // accumulator stays in a register (with the halves in the outer loop GCC spilled
       // accumulators to the stack, a store and a load in every FMA chain).

@@ -3,9 +3,12 @@
 // a 32-value weight vector costs two integer ops and feeds 2 x rows FMAs.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/isa/f32_kernels.h"
+#include "kernels/isa/prefetch.h"
 #include "kernels/isa/row_spans.h"
 #include "kernels/isa/tile_table.h"
 #include "kernels/simd.h"
@@ -15,6 +18,13 @@ namespace {
 
 constexpr int64_t kPrefetchChunks = 4;  // 4-16 KB ahead
 constexpr int kMaxRows = 5;  // 5 rows x 4 blocks = 20 accumulators + 8 widened weights (of 32 zmm)
+// 6 to 12 rows (verification steps, drafter blocks) run as half-group tiles instead: 12 rows
+// x 2 blocks = 24 accumulators + 4 widened weights. Every row of the step then shares one read
+// of the weights, at 2 widening ops per 2 x rows FMAs (9 rows: 36 FMAs per 40 ops, against
+// 72 per 88 as 5 + 4 rows of whole groups), and the weights stream once while all rows
+// compute instead of in spans that the second row tile recomputes from L1.
+constexpr int kMaxHalfGroupRows = 12;
+constexpr int kHalfGroupBlocks = kBf16GroupBlocks / 2;
 
 
 // The 16 even-k and 16 odd-k weights of one block's k-pair, from its 32 stored values: bf16
@@ -48,12 +58,12 @@ void tile(const float* x, int64_t ldx, const W* w, int64_t chunk_stride, int64_t
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const W* wc = w + ch * chunk_stride;
     const float* xc = x + ch * kBf16Chunk;
-    // Ask for the chunk kPrefetchChunks ahead (fma_tile_prefetches says when).
-    const char* ahead = reinterpret_cast<const char*>(wc + kPrefetchChunks * chunk_stride);
-    if constexpr (fma_tile_prefetches(kRows, sizeof(W)))
-      for (int64_t line = 0; line < kBlocks * kBf16TileElems * int64_t{sizeof(W)}; line += 64)
-        _mm_prefetch(ahead + line, _MM_HINT_T0);
+    // Ask for the chunk kPrefetchChunks ahead (fma_tile_prefetches says when), a share of its
+    // lines per k-pair (kernels/isa/prefetch.h).
+    const W* ahead = wc + kPrefetchChunks * chunk_stride;
     for (int64_t i = 0; i < kBf16ChunkPairs; ++i) {
+      if constexpr (fma_tile_prefetches(kRows, sizeof(W)))
+        prefetch_step<kBlocks * kBf16TileElems * int64_t{sizeof(W)}, kBf16ChunkPairs>(ahead, i);
       __m512 even[kBlocks], odd[kBlocks];
       #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b) load_pair(wc + b * kBf16TileElems + i * 2 * kBf16Block, even[b], odd[b]);
@@ -118,6 +128,17 @@ void gemm(const W* tiles, const float* bias, int64_t out, int64_t in, int64_t pa
       const W* wg = tiles + g * group_elems;
       const int64_t col = g * kBf16Group;
       const __mmask16 last_mask = simd::lanes(out - col - (blocks - 1) * kBf16Block);
+      if (rows > kMaxRows && rows <= kMaxHalfGroupRows) {
+        // One tile per half group over all chunks; partial is unused (ch1 == num_chunks).
+        for (int64_t b0 = 0; b0 < blocks; b0 += kHalfGroupBlocks) {
+          const int64_t n = std::min<int64_t>(kHalfGroupBlocks, blocks - b0);
+          tile_for<Tiles<W>, kMaxHalfGroupRows, kHalfGroupBlocks>(rows, n)(
+              scratch, ldx, wg + b0 * kBf16TileElems, blocks * kBf16TileElems, 0, num_chunks, num_chunks, nullptr,
+              bias + col + b0 * kBf16Block, y + col + b0 * kBf16Block, out,
+              b0 + n == blocks ? last_mask : static_cast<__mmask16>(0xffff));
+        }
+        continue;
+      }
       for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
         tile_for<Tiles<W>, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems,
                                                                   ch0, ch1, num_chunks, partial, bias + col,
