@@ -42,9 +42,10 @@ class PackedF32GemmTest : public ::testing::TestWithParam<F32Kernel> {
 };
 
 // Bit for bit the scalar chain: odd shapes (padding in k and in the last group of 64
-// outputs), with and without bias, tile edges of 5 rows.
+// outputs), with and without bias, tile edges of 5 rows and half-group tiles of 9 and 12.
 TEST_P(PackedF32GemmTest, SameBitsAsTheScalarChain) {
-  for (auto [out, in, rows] : {std::tuple{37, 53, 1}, {130, 67, 17}, {200, 333, 40}, {64, 1000, 3}, {16, 32, 33}}) {
+  for (auto [out, in, rows] :
+       {std::tuple{37, 53, 1}, {130, 67, 17}, {200, 333, 40}, {64, 1000, 3}, {16, 32, 33}, {1000, 64, 9}, {72, 99, 12}}) {
     for (bool with_bias : {false, true}) {
       const auto w = random_floats(static_cast<size_t>(out * in), 1 + out);
       const auto b = with_bias ? random_floats(static_cast<size_t>(out), 2) : std::vector<float>{};
@@ -74,7 +75,7 @@ TEST_P(PackedF32GemmTest, BatchAndThreadInvariant) {
     for (int64_t r = 0; r < max_rows; ++r) gemm.multiply(x.data() + r * in, single.data() + r * out, 1);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
-      for (int64_t m : {1, 2, 5, 6, 9, 16, 17, 49, 64}) {
+      for (int64_t m : {1, 2, 5, 6, 7, 9, 12, 13, 16, 17, 49, 64}) {
         std::vector<float> y(static_cast<size_t>(m * out));
         gemm.multiply(x.data(), y.data(), m);
         for (int64_t r = 0; r < m; ++r)

@@ -19,7 +19,6 @@
 #include "core/thread_pool.h"
 #include "kernels/isa/amx_tile_config.h"
 #include "kernels/isa/int8_kernels.h"
-#include "kernels/isa/prefetch.h"
 #include "kernels/isa/tile_table.h"
 #include "kernels/simd.h"
 
@@ -69,8 +68,9 @@ struct Tile {
     alignas(64) int32_t sums[kBlocks][kRows * kInt8Block];  // [block][row][16 outputs]
     for (int64_t ch = 0; ch < num_chunks; ++ch) {
       const uint8_t* rec = records + ch * record_bytes;
-      // Ask ahead, a share of the lines per row of the epilogue (kernels/isa/prefetch.h).
       const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes;
+      for (int64_t line = 0; line < kBlocks * kInt8BlockBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
       _tile_loadd(0, a.q + ch * kInt8Chunk, ldq);
       _tile_loadd(1, rec, 64);
       _tile_zero(3);
@@ -88,7 +88,6 @@ struct Tile {
         const __m512 s = _mm512_loadu_ps(sw + b * kInt8Block);
         #pragma GCC unroll 16
         for (int r = 0; r < kRows; ++r) {
-          prefetch_step<kBlocks * kInt8BlockBytes, kBlocks * kRows>(ahead, b * kRows + r);
           const __m512 u = _mm512_cvtepi32_ps(_mm512_load_si512(sums[b] + r * kInt8Block));
           const __m512 t = _mm512_fmsub_ps(u, _mm512_set1_ps(a.scale[r * num_chunks + ch]),
                                            _mm512_set1_ps(a.offset[r * num_chunks + ch]));

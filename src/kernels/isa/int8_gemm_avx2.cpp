@@ -8,7 +8,6 @@
 
 #include "core/thread_pool.h"
 #include "kernels/isa/int8_kernels.h"
-#include "kernels/isa/prefetch.h"
 
 namespace dspark::kernels {
 namespace {
@@ -83,15 +82,15 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
-    // Ask ahead, a share of the lines per step of k (kernels/isa/prefetch.h).
     const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes + b * kInt8BlockBytes;
+    for (int64_t line = 0; line < kInt8BlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec + b * kInt8BlockBytes;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b * kInt8Block;
     __m256i dot[kRows][2];
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
     for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
-      prefetch_step<kInt8BlockBytes, kInt8Chunk / 4>(ahead, kq);
       __m256i w[2];
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h)  // signed weights: (q + 128) ^ 0x80 = q

@@ -11,7 +11,6 @@
 
 #include "core/thread_pool.h"
 #include "kernels/isa/int8_kernels.h"
-#include "kernels/isa/prefetch.h"
 #include "kernels/isa/row_spans.h"
 
 namespace dspark::kernels {
@@ -35,9 +34,10 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
       std::memset(block_sums + r * kInt8Group, 0, kBlocks * kInt8Block * sizeof(float));
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
-    // As in the VNNI kernel: the weights stream once per call, so ask ahead, a share of the
-    // lines per step of k (kernels/isa/prefetch.h).
+    // As in the VNNI kernel: the weights stream once per call, so ask ahead.
     const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes + b0 * kInt8BlockBytes;
+    for (int64_t line = 0; line < kBlocks * kInt8BlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec + b0 * kInt8BlockBytes;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b0 * kInt8Block;
     __m256i dot[kRows][kBlocks * 2];  // [row][block x half]
@@ -46,7 +46,6 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
       #pragma GCC unroll 4
       for (int v = 0; v < kBlocks * 2; ++v) dot[r][v] = _mm256_setzero_si256();
     for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
-      prefetch_step<kBlocks * kInt8BlockBytes, kInt8Chunk / 4>(ahead, kq);
       __m256i wv[kBlocks * 2];
       #pragma GCC unroll 4
       for (int v = 0; v < kBlocks * 2; ++v)

@@ -8,7 +8,6 @@
 
 #include "core/thread_pool.h"
 #include "kernels/isa/int8_kernels.h"
-#include "kernels/isa/prefetch.h"
 #include "kernels/isa/row_spans.h"
 #include "kernels/simd.h"
 
@@ -35,10 +34,11 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int6
   const float* cs = a.offset + row0 * num_chunks;
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
-    // Ask for a later record's weights, a share of its lines per step of k below
-    // (int8_prefetch_chunks: measured 30% off the 9-token step, 2-15% off decoding;
-    // kernels/isa/prefetch.h).
+    // Ask for a later record's weights now (int8_prefetch_chunks: measured 30% off the
+    // 9-token step, 2-15% off decoding).
     const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes;
+    for (int64_t line = 0; line < kBlocks * kInt8BlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec;
     const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes);
     // Integer sums of one chunk for both blocks at once (each row's 4-byte activation
@@ -49,7 +49,6 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int6
       #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_setzero_si512();
     for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
-      prefetch_step<kBlocks * kInt8BlockBytes, kInt8Chunk / 4>(ahead, kq);
       __m512i wv[kBlocks];
       #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b) wv[b] = _mm512_loadu_si512(wb + b * kInt8BlockBytes + kq * 64);
