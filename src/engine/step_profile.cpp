@@ -154,7 +154,7 @@ std::string step_profile_key(const std::filesystem::path& model_dir, const Trans
   // percent too slow (their attention 1.3-1.5x slower), under the stale check.
   // v9: the KV cache's dtype is part of the key (it was always measured with f32 KV).
   // v10: weight prefetches spread over each chunk, half-group fma512 tiles: v9 tables put
-  // fma512 steps 1.15-1.35x too slow, under the stale check.
+  // multi-token fma512 steps 1.1-1.3x too slow, under the stale check.
   std::ostringstream key;
   key << "v10|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
       << quantization_name(model.options().quantization) << '|' << model.matmul_kernel() << '|' << num_threads() << '|'

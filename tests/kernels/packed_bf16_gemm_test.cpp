@@ -31,7 +31,8 @@ class PackedBf16GemmTest : public ::testing::TestWithParam<Bf16Kernel> {
 // Tolerance: 1e-4 of sum_k |x_k w_k| + |b| (f32 accumulation of exact bf16 products).
 TEST_P(PackedBf16GemmTest, MatchesReference) {
   for (auto [out, in, rows] :
-       {std::tuple{37, 53, 1}, {130, 67, 17}, {200, 333, 40}, {64, 1000, 3}, {16, 32, 33}, {1000, 64, 9}, {72, 99, 12}}) {
+       {std::tuple{37, 53, 1}, {130, 67, 17}, {200, 333, 40}, {64, 1000, 3}, {16, 32, 33}, {1000, 64, 9},
+        {72, 99, 12}}) {
     const auto w = random_floats(static_cast<size_t>(out * in), 1 + out);
     const auto b = random_floats(static_cast<size_t>(out), 2);
     const auto x = random_floats(static_cast<size_t>(rows * in), 3 + in, -2.0f, 2.0f);

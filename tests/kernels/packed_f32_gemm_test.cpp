@@ -45,7 +45,8 @@ class PackedF32GemmTest : public ::testing::TestWithParam<F32Kernel> {
 // outputs), with and without bias, tile edges of 5 rows and half-group tiles of 9 and 12.
 TEST_P(PackedF32GemmTest, SameBitsAsTheScalarChain) {
   for (auto [out, in, rows] :
-       {std::tuple{37, 53, 1}, {130, 67, 17}, {200, 333, 40}, {64, 1000, 3}, {16, 32, 33}, {1000, 64, 9}, {72, 99, 12}}) {
+       {std::tuple{37, 53, 1}, {130, 67, 17}, {200, 333, 40}, {64, 1000, 3}, {16, 32, 33}, {1000, 64, 9},
+        {72, 99, 12}}) {
     for (bool with_bias : {false, true}) {
       const auto w = random_floats(static_cast<size_t>(out * in), 1 + out);
       const auto b = with_bias ? random_floats(static_cast<size_t>(out), 2) : std::vector<float>{};

@@ -5,11 +5,12 @@
 // the lines of a chunk some chunks ahead (_mm_prefetch) to overlap the reads with its
 // arithmetic. The asks are spread over the chunk's k-pairs, a few lines per pair: asked all
 // at once when a chunk starts (32-64 lines of bf16 or f32), they outnumber the core's line
-// fill buffers, and (as the timings below read) the asks that find none hold up the
-// instructions behind them: the arithmetic waited for memory instead of overlapping it. Measured on an Intel Xeon, 3072 x
-// 512 weights streamed from L3: fma512 9 rows 22% faster, 5 rows 28%, one row 18%; dpbf16
-// 9 rows 26%. The int8 kernels ask for a chunk record (16 lines) at once: spread over its
-// steps of k, their 8- and 9-row products ran 15-25% slower with weights in cache.
+// fill buffers, and (as the timings read) the asks that find none hold up the instructions
+// behind them: the arithmetic waited for memory instead of overlapping it. Measured on an
+// Intel Xeon, 3072 x 512 weights streamed from L3: fma512 9 rows 1.36x faster, 5 rows 1.40x,
+// one row 1.07x; dpbf16 9 rows 1.28x. The int8 kernels still ask for a chunk record (16
+// lines) at once: spread over its steps of k, they were no faster streamed (and 15-25% slower
+// at 8-9 rows in cache unless the step loop was unrolled).
 #pragma once
 
 #include <xmmintrin.h>
