@@ -10,7 +10,7 @@ for q in none int8; do
   for arm in before after after before; do
     n=$((n + 1))
     if [[ $arm == before ]]; then bin=$A; else bin=$B; fi
-    bash "$D/eval_speed.sh" "$bin" "$OUT/eval_vnni_T0_${q}_reprofile_${n}_$arm.txt" 20 0 --isa vnni --quantization $q \
+    bash "$D/../session-int8-amx/eval_speed.sh" "$bin" "$OUT/eval_vnni_T0_${q}_reprofile_${n}_$arm.txt" 20 0 --isa vnni --quantization $q \
       --reprofile
   done
 done

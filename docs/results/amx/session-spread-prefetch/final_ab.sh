@@ -18,16 +18,16 @@ for q in none int8; do
       >> "$OUT/profile_vnni_$q.txt" 2>&1
   done
 done
-bash "$D/demo_ab.sh" "$A" "$B" "$OUT/demo_vnni.txt" 4 --isa vnni
-bash "$D/demo_ab.sh" "$A" "$B" "$OUT/demo_vnni_int8.txt" 4 --isa vnni --quantization int8
-bash "$D/demo_ab.sh" "$A" "$B" "$OUT/demo_defaults.txt" 4
+bash "$D/../session-int8-amx/demo_ab.sh" "$A" "$B" "$OUT/demo_vnni.txt" 4 --isa vnni
+bash "$D/../session-int8-amx/demo_ab.sh" "$A" "$B" "$OUT/demo_vnni_int8.txt" 4 --isa vnni --quantization int8
+bash "$D/../session-int8-amx/demo_ab.sh" "$A" "$B" "$OUT/demo_defaults.txt" 4
 for run in "0 none" "1 none" "0 int8"; do
   set -- $run
   n=0
   for arm in before after after before; do
     n=$((n + 1))
     if [[ $arm == before ]]; then bin=$A; else bin=$B; fi
-    bash "$D/eval_speed.sh" "$bin" "$OUT/eval_vnni_T$1_$2_${n}_$arm.txt" 20 "$1" --isa vnni --quantization "$2"
+    bash "$D/../session-int8-amx/eval_speed.sh" "$bin" "$OUT/eval_vnni_T$1_$2_${n}_$arm.txt" 20 "$1" --isa vnni --quantization "$2"
   done
 done
 echo finished >> "$OUT/vod.txt"

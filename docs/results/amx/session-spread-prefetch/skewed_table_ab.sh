@@ -8,7 +8,7 @@
 A=$1; B=$2; OUT=$3; D=$(dirname "$0")
 mkdir -p "$OUT"
 CACHE=${DSPARK_CACHE_DIR:-$HOME/.cache/dspark}/step_profile
-bash "$D/eval_speed.sh" "$B" "$OUT/skew_fresh.txt" 20 0 --isa vnni --quantization int8 --reprofile
+bash "$D/../session-int8-amx/eval_speed.sh" "$B" "$OUT/skew_fresh.txt" 20 0 --isa vnni --quantization int8 --reprofile
 TABLE=$(ls -t "$CACHE"/*.json | head -1)
 cp "$TABLE" "$OUT/fresh_table.json"
 python3 - "$OUT/fresh_table.json" "$OUT/skewed_table.json" <<'PY'
@@ -22,5 +22,5 @@ for arm in old new new old; do
   n=$((n + 1))
   if [[ $arm == old ]]; then bin=$A; else bin=$B; fi
   cp "$OUT/skewed_table.json" "$TABLE"
-  bash "$D/eval_speed.sh" "$bin" "$OUT/skew_${n}_$arm.txt" 20 0 --isa vnni --quantization int8
+  bash "$D/../session-int8-amx/eval_speed.sh" "$bin" "$OUT/skew_${n}_$arm.txt" 20 0 --isa vnni --quantization int8
 done
