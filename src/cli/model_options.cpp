@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/huge_pages.h"
 #include "core/threads.h"
 #include "engine/step_profile.h"
 #include "kernels/isa.h"
@@ -155,6 +156,11 @@ void print_kernels(const Transformer& model) {
   const bool int8 = model.options().quantization == WeightQuantization::kInt8 || model.config().int8_weights;
   fmt::print(stderr, "kernels: isa {} (cpu best {}), matmul {} ({} weights)\n", isa_name(active_isa()),
              isa_name(best_isa()), model.matmul_kernel(), int8 ? "int8" : dtype_name(model.options().compute));
+  // Weights in 4 KB pages cost a TLB miss per 4 KB a step reads (core/huge_pages.h).
+  const HugePageReport pages = huge_page_report();
+  fmt::print(stderr, "memory: {:.1f} of {:.1f} MB of packed weights in 2 MB pages (transparent huge pages: {})\n",
+             static_cast<double>(pages.huge_bytes) / 1e6, static_cast<double>(pages.resident_bytes) / 1e6,
+             pages.mode.empty() ? "unknown" : pages.mode);
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
 // An owning, 64-byte-aligned, zero-initialised block of memory. Move-only.
 // Used for weights, activations and KV pools: allocated once at start, sliced per step.
+// Packed weights and KV pools, which every step reads end to end, come from in_huge_pages().
 #pragma once
 
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <utility>
+
+#include "core/huge_pages.h"
 
 namespace dspark {
 
@@ -22,14 +26,28 @@ class AlignedBuffer {
     if (!data_) throw std::bad_alloc();
     std::memset(data_, 0, rounded);
   }
-  ~AlignedBuffer() { std::free(data_); }
+  // A slice of a region in 2 MB pages (core/huge_pages.h), for buffers that live as long as
+  // the model that reads them every step.
+  static AlignedBuffer in_huge_pages(size_t num_bytes) {
+    AlignedBuffer buffer;
+    if (num_bytes == 0) return buffer;
+    HugePageSlice slice = take_huge_page_slice(num_bytes);
+    buffer.data_ = slice.data;
+    buffer.size_ = num_bytes;
+    buffer.region_ = std::move(slice.region);
+    return buffer;
+  }
+  ~AlignedBuffer() { release(); }
   AlignedBuffer(AlignedBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        region_(std::move(other.region_)) {}
   AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
     if (this != &other) {
-      std::free(data_);
+      release();
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
+      region_ = std::move(other.region_);
     }
     return *this;
   }
@@ -43,8 +61,17 @@ class AlignedBuffer {
   template <typename T> const T* as() const { return reinterpret_cast<const T*>(data_); }
 
  private:
+  void release() {
+    if (region_) {
+      region_.reset();
+    } else {
+      std::free(data_);
+    }
+  }
+
   std::byte* data_ = nullptr;
   size_t size_ = 0;
+  std::shared_ptr<void> region_;  // set: data_ is a slice of it (in_huge_pages), not freed here
 };
 
 }  // namespace dspark

@@ -42,7 +42,7 @@ std::shared_ptr<const AlignedBuffer> pack_tiles(const float* weight, int64_t out
   const int64_t num_groups = (out + kBf16Group - 1) / kBf16Group;
   int64_t total = 0;  // elements
   for (int64_t g = 0; g < num_groups; ++g) total += num_chunks * bf16_blocks_in_group(g, out) * kBf16TileElems;
-  auto packed = std::make_shared<AlignedBuffer>(static_cast<size_t>(total) * sizeof(T));
+  auto packed = std::make_shared<AlignedBuffer>(AlignedBuffer::in_huge_pages(static_cast<size_t>(total) * sizeof(T)));
   T* dst = packed->as<T>();  // zero-initialised: padding outputs/columns stay 0
   for (int64_t g = 0; g < num_groups; ++g) {
     const int64_t blocks = bf16_blocks_in_group(g, out);

@@ -87,7 +87,8 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
                out_ * in_, out_ * num_chunks, weights.q.size(), weights.scales.size());
   DSPARK_CHECK(isa_allowed(int8_kernel_isa(kernel_)), "PackedInt8Gemm: kernel {} needs ISA {} (active: {})",
                int8_kernel_name(kernel_), isa_name(int8_kernel_isa(kernel_)), isa_name(active_isa()));
-  auto packed = std::make_shared<AlignedBuffer>(static_cast<size_t>(num_groups_ * num_chunks * kInt8ChunkRecord));
+  auto packed = std::make_shared<AlignedBuffer>(
+      AlignedBuffer::in_huge_pages(static_cast<size_t>(num_groups_ * num_chunks * kInt8ChunkRecord)));
   for (int64_t g = 0; g < num_groups_; ++g) {
     const int64_t blocks = out_ - g * kInt8Group > kInt8Block ? 2 : 1;
     const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);

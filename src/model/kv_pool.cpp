@@ -13,8 +13,8 @@ KvPool::KvPool(const ModelConfig& config, const KvPoolOptions& options)
   const size_t layer_bytes = static_cast<size_t>(options.num_blocks * options.block_size * num_kv_heads_ * head_dim_) *
                              dtype_size(options.dtype);
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    k_.emplace_back(layer_bytes);
-    v_.emplace_back(layer_bytes);
+    k_.push_back(AlignedBuffer::in_huge_pages(layer_bytes));
+    v_.push_back(AlignedBuffer::in_huge_pages(layer_bytes));
   }
 }
 
