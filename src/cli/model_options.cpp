@@ -159,7 +159,7 @@ void print_kernels(const Transformer& model) {
   // Weights in 4 KB pages cost a TLB miss per 4 KB a step reads (core/huge_pages.h).
   const HugePageReport pages = huge_page_report();
   const bool mostly_small = pages.huge_bytes * 2 < pages.resident_bytes;
-  fmt::print(stderr, "memory: {:.1f} of {:.1f} MB of weights and KV cache in 2 MB pages (transparent huge pages: {}){}\n",
+  fmt::print(stderr, "memory: {:.1f} of {:.1f} MB of weights in 2 MB pages (transparent huge pages: {}){}\n",
              static_cast<double>(pages.huge_bytes) / 1e6, static_cast<double>(pages.resident_bytes) / 1e6,
              pages.mode.empty() ? "unknown" : pages.mode,
              mostly_small ? "; decoding is faster with `madvise` in /sys/kernel/mm/transparent_hugepage/enabled" : "");
