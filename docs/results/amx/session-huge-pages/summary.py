@@ -1,5 +1,6 @@
-"""Medians per arm of demo_ab.sh's files (plain and speculative decode tokens/s, speedup), and for
-`dspark eval` outputs (eval_speed.sh) the means over the five domains of the same three.
+"""Medians per arm of demo_ab.sh's files (plain and speculative decode tokens/s, speedup), for
+`dspark eval` outputs (eval_speed.sh) the means over the five domains of the same three, and for
+profile_ab.sh's output the medians of the 1- and 9-token step times per configuration and binary.
    python3 summary.py FILE..."""
 import re
 import statistics
@@ -32,8 +33,21 @@ def evaluation(path):
     print(f"{path} plain {plain:7.1f} speculative {spec:7.1f} speedup {speedup:.2f}x (means of {len(rows)} domains)")
 
 
+def profile(path):
+    runs = {}  # (configuration, binary) -> [(ms 1, ms 9, ratio)]
+    for line in open(path):
+        config, binary, t1, t9, ratio = line.split()
+        runs.setdefault((config, binary), []).append((float(t1), float(t9), float(ratio)))
+    for (config, binary), v in runs.items():
+        t1, t9, ratio = (statistics.median(c) for c in zip(*v))
+        print(f"{path} {config:10s} {binary}: 1 token {t1:.3f} ms, 9 tokens {t9:.3f} ms, ratio {ratio:.3f} (n={len(v)})")
+
+
 for path in sys.argv[1:]:
-    if any('spec t/s' in line for line in open(path)):
+    text = open(path).read()
+    if 'spec t/s' in text:
         evaluation(path)
-    else:
+    elif '== ' in text:
         demo(path)
+    else:
+        profile(path)
