@@ -2,7 +2,6 @@
 
 #include <sys/mman.h>
 
-#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -107,7 +106,7 @@ HugePageReport huge_page_report() {
   bool inside = false;
   while (std::getline(smaps, line)) {
     uintptr_t start = 0, end = 0;
-    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &start, &end) == 2 && line.find(':') > line.find(' ')) {
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &start, &end) == 2) {
       auto it = live.upper_bound(start);  // the region starting at or before `start`
       inside = it != live.begin() && start < std::prev(it)->first + std::prev(it)->second;
       continue;

@@ -30,7 +30,7 @@ HugePageSlice take_huge_page_slice(size_t num_bytes);
 struct HugePageReport {
   size_t resident_bytes = 0;  // bytes of the live regions in memory (their Rss)
   size_t huge_bytes = 0;      // of them, bytes in 2 MB pages (their AnonHugePages)
-  std::string mode;         // /sys/kernel/mm/transparent_hugepage/enabled's choice ("madvise", "never", ...)
+  std::string mode;           // the choice in /sys/kernel/mm/transparent_hugepage/enabled ("madvise", ...)
 };
 HugePageReport huge_page_report();
 
