@@ -329,8 +329,8 @@ void BM_AttentionVerify(benchmark::State& state) {
   kv.head_dim = head_dim;
   const size_t pool = static_cast<size_t>(kv.num_blocks * block_size * kv_heads * head_dim);
   const size_t element = bf16 ? sizeof(uint16_t) : sizeof(float);
-  // 64-byte aligned, as the engine's KV pool (model/kv_pool.h).
-  AlignedBuffer k(pool * element), v(pool * element);
+  // 64-byte aligned and in 2 MB pages, as the engine's KV pool (model/kv_pool.h).
+  AlignedBuffer k = AlignedBuffer::in_huge_pages(pool * element), v = AlignedBuffer::in_huge_pages(pool * element);
   const auto k_values = random_floats(pool, 3), v_values = random_floats(pool, 4);
   if (bf16) {
     for (size_t i = 0; i < pool; ++i) {
