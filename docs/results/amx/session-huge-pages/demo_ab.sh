@@ -1,21 +1,13 @@
 #!/bin/bash
-# scripts/demo's request, 4 pages-before / after rounds (A B B A B A A B) per configuration, each binary's
-# step-cost table re-measured first; keeps the plain and speculative decode rates beside the speedup.
+# scripts/demo's request on three paths, each binary's step-cost tables re-measured first, then
+# session-int8-amx/demo_ab.sh (4 rounds: A B, B A, A B, B A; plain and speculative rates kept).
 #   demo_ab.sh BEFORE AFTER OUT_DIR   (repository root; nothing else running)
-A=$1; B=$2; OUT=$3; mkdir -p "$OUT"
-P="Question: Tom has 3 boxes with 12 apples each. He gives away 7 apples. How many apples does he have left?
-Answer:"
+A=$1; B=$2; OUT=$3; D=$(dirname "$0"); mkdir -p "$OUT"
 for config in "defaults" "vnni --isa vnni" "vnni_int8 --isa vnni --quantization int8"; do
   set -- $config; name=$1; shift
   for bin in $A $B; do
     $bin profile --model models/tiny-target --reprofile "$@" > /dev/null 2>&1
     $bin profile --model models/tiny-target-dspark --reprofile "$@" > /dev/null 2>&1 || true
   done
-  : > "$OUT/demo_$name.txt"
-  for arm in before after after before after before before after; do
-    if [[ $arm == before ]]; then bin=$A; else bin=$B; fi
-    echo "== $arm" >> "$OUT/demo_$name.txt"
-    "$bin" generate --model models/tiny-target --prompt "$P" --max-tokens 96 --repeat 5 \
-      --speculator models/tiny-target-dspark "$@" 2>&1 | grep 'kernels:\|memory:\|decode\|tau' >> "$OUT/demo_$name.txt"
-  done
+  bash "$D/../session-int8-amx/demo_ab.sh" "$A" "$B" "$OUT/demo_$name.txt" 4 "$@"
 done

@@ -4,12 +4,7 @@
 # DSB_* are the two builds' bench/decode_step_bench.
 A=$1; B=$2; VA=$3; VB=$4; OUT=$5; D=$(dirname "$0")
 mkdir -p "$OUT"
-for arm in before after after before; do
-  if [[ $arm == before ]]; then v=$VA; else v=$VB; fi
-  echo "== $arm" >> "$OUT/vod.txt"
-  OMP_NUM_THREADS=2 "$v" --benchmark_filter='BM_VerifyOverDecode/path:[0-9]/history:128|BM_ReadBandwidth' \
-    2>&1 | grep '^BM_' >> "$OUT/vod.txt"
-done
+bash "$D/../session-huge-pages/vod_ab.sh" "$VA" "$VB" "$OUT/vod.txt"
 for q in none int8; do
   for arm in before after after before; do
     if [[ $arm == before ]]; then bin=$A; else bin=$B; fi
