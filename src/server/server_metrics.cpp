@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/huge_pages.h"
+
 namespace dspark {
 
 ServerMetrics::ServerMetrics()
@@ -54,6 +56,15 @@ std::string ServerMetrics::render(const EngineLoopStats& s) const {
     w.sample("dspark:kernel_info", 1.0,
              {{"isa", kernels_.isa}, {"matmul", kernels_.matmul}, {"weights", kernels_.weights}});
   }
+  // Read from /proc/self/smaps at each scrape: transparent huge pages can be split or
+  // collapsed while the server runs.
+  const HugePageReport pages = huge_page_report();
+  w.gauge("dspark:weights_kv_resident_bytes", "Resident bytes of the packed weights and KV pools.",
+          static_cast<double>(pages.resident_bytes));
+  w.gauge("dspark:weights_kv_huge_page_bytes",
+          "Of the packed weights and KV pools, bytes in 2 MB pages (transparent huge pages: " +
+              (pages.mode.empty() ? std::string("unknown") : pages.mode) + ").",
+          static_cast<double>(pages.huge_bytes));
   if (!s.step_cost.empty()) {
     w.family("dspark:step_cost_steps_per_second", "Profiled target steps per second for a batch of B tokens.", "gauge");
     for (size_t b = 0; b < s.step_cost.size(); ++b) {

@@ -19,6 +19,8 @@
 //   dspark:time_per_output_token_seconds               histogram  (e2e - TTFT) / (tokens - 1)
 //   dspark:e2e_request_latency_seconds                 histogram  submit -> finished
 //   dspark:kernel_info{isa,matmul,weights}             gauge    1: the kernels this process runs
+//   dspark:weights_kv_resident_bytes                   gauge    packed weights and KV pools in memory
+//   dspark:weights_kv_huge_page_bytes                  gauge    of them, in 2 MB pages (core/huge_pages.h)
 //
 // Latencies are observed for requests that finished with "stop" or "length" (cancelled
 // and failed ones would skew them). observe() may be called from any thread.

@@ -339,6 +339,11 @@ TEST(Server, ModelsHealthAndMetricsEndpoints) {
   ASSERT_EQ(metrics.status, 200);
   EXPECT_EQ(testing::metric(metrics.body, "dspark:kv_cache_blocks_used"), 0.0);
   EXPECT_GT(*testing::metric(metrics.body, "dspark:kv_cache_blocks_total"), 0.0);
+  // The model's packed weights and KV pool are resident; at most all of them in 2 MB pages.
+  const double resident = testing::metric(metrics.body, "dspark:weights_kv_resident_bytes").value_or(-1);
+  EXPECT_GT(resident, 0.0);
+  EXPECT_LE(testing::metric(metrics.body, "dspark:weights_kv_huge_page_bytes").value_or(-1), resident);
+  EXPECT_GE(testing::metric(metrics.body, "dspark:weights_kv_huge_page_bytes").value_or(-1), 0.0);
   http_post(server.port(), "/v1/completions", completion_body("Hi", 5, false));
   EXPECT_EQ(server_metric(server.port(), "dspark:e2e_request_latency_seconds_count"), 1.0);
   EXPECT_EQ(server_metric(server.port(), "dspark:time_to_first_token_seconds_count"), 1.0);
