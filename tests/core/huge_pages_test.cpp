@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,9 +61,21 @@ TEST(HugePages, ASliceKeepsItsRegionAndTheReportFollowsIt) {
   EXPECT_LE(with.huge_bytes, with.resident_bytes);
   std::shared_ptr<void> region = big.region;
   big = {};
-  EXPECT_EQ(huge_page_report().resident_bytes, with.resident_bytes);  // `region` still holds it
+  // Other regions' residency can only grow meanwhile (the kernel may collapse a partly
+  // touched 2 MB range into a huge page), so the checks are bounds.
+  EXPECT_GE(huge_page_report().resident_bytes, with.resident_bytes);  // `region` still holds it
   region.reset();
-  EXPECT_EQ(huge_page_report().resident_bytes, before);
+  EXPECT_LT(huge_page_report().resident_bytes + kBig / 2, with.resident_bytes);  // and now it is gone
+}
+
+// The kernel's count of huge-page faults that fell back to 4 KB pages (no free 2 MB page).
+int64_t huge_page_fallbacks() {
+  std::ifstream vmstat("/proc/vmstat");
+  std::string name;
+  int64_t value = 0;
+  while (vmstat >> name >> value)
+    if (name == "thp_fault_fallback") return value;
+  return 0;
 }
 
 // Where the kernel offers transparent huge pages for advised memory, the regions get them.
@@ -69,7 +83,10 @@ TEST(HugePages, RegionsAreInHugePagesWhereTheKernelAllowsThem) {
   const std::string mode = huge_page_report().mode;
   if (mode != "madvise" && mode != "always") GTEST_SKIP() << "transparent huge pages: '" << mode << "'";
   const size_t before = huge_page_report().huge_bytes;
+  const int64_t fallbacks = huge_page_fallbacks();
   HugePageSlice big = take_huge_page_slice(size_t{20} << 20);
+  if (huge_page_report().huge_bytes == before && huge_page_fallbacks() > fallbacks)
+    GTEST_SKIP() << "the kernel asked for 2 MB pages but had none free";
   EXPECT_GT(huge_page_report().huge_bytes, before) << "no 2 MB page placed under mode " << mode;
 }
 
