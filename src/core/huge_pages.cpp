@@ -23,7 +23,7 @@ constexpr size_t kSliceAlignment = 64;
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-// The region slices are cut from now.
+// The open region: slices are cut from it in order until one does not fit.
 struct Arena {
   std::mutex mutex;
   std::shared_ptr<std::byte> region;
