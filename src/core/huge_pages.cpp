@@ -2,14 +2,10 @@
 
 #include <sys/mman.h>
 
-#include <cinttypes>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
-#include <map>
 #include <mutex>
 #include <new>
 #include <string>
@@ -30,39 +26,27 @@ struct Arena {
   size_t used = 0, capacity = 0;  // bytes of `region`
 };
 
-// Every region alive, for the report. Its own mutex: a region's deleter runs wherever its
-// last slice is dropped, the arena's lock held included (when `region` is replaced).
-struct Registry {
-  std::mutex mutex;
-  std::map<uintptr_t, size_t> live;  // start -> bytes
-};
-
 // Never destroyed: slices may outlive static destructors.
 Arena& arena() {
   static auto* instance = new Arena;
   return *instance;
 }
-Registry& registry() {
-  static auto* instance = new Registry;
-  return *instance;
-}
 
+// A region is a mapping of its own, 2 MB-aligned (the ends of a larger mapping cut off) and
+// advised for 2 MB pages: freed, it goes back to the kernel, and the advice (smaps' "hg")
+// marks exactly the regions for huge_page_report.
 std::shared_ptr<std::byte> new_region(size_t bytes) {
-  auto* data = static_cast<std::byte*>(std::aligned_alloc(kHugePage, bytes));
-  if (data == nullptr) throw std::bad_alloc();
+  const size_t span = bytes + kHugePage;
+  void* mapped = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) throw std::bad_alloc();
+  const auto first = reinterpret_cast<uintptr_t>(mapped);
+  const uintptr_t start = round_up(first, kHugePage);
+  if (start > first) munmap(mapped, start - first);
+  if (first + span > start + bytes) munmap(reinterpret_cast<void*>(start + bytes), first + span - (start + bytes));
+  auto* data = reinterpret_cast<std::byte*>(start);
   // Advice only: where transparent huge pages are off, the region is ordinary memory.
   madvise(data, bytes, MADV_HUGEPAGE);
-  {
-    const std::lock_guard<std::mutex> lock(registry().mutex);
-    registry().live[reinterpret_cast<uintptr_t>(data)] = bytes;
-  }
-  return std::shared_ptr<std::byte>(data, [](std::byte* p) {
-    {
-      const std::lock_guard<std::mutex> lock(registry().mutex);
-      registry().live.erase(reinterpret_cast<uintptr_t>(p));
-    }
-    std::free(p);
-  });
+  return std::shared_ptr<std::byte>(data, [bytes](std::byte* p) { munmap(p, bytes); });
 }
 
 }  // namespace
@@ -84,7 +68,9 @@ HugePageSlice take_huge_page_slice(size_t num_bytes) {
   HugePageSlice slice{a.region.get() + a.used, a.region};
   a.used += bytes;
   lock.unlock();
-  std::memset(slice.data, 0, bytes);  // the first touch: the pages are placed here
+  // Zero already (fresh pages, never cut twice); written now so that every page is in place
+  // at load and the step loop never takes a page fault.
+  std::memset(slice.data, 0, bytes);
   return slice;
 }
 
@@ -94,27 +80,22 @@ HugePageReport huge_page_report() {
   std::string word;
   while (mode_file >> word)  // "always [madvise] never": the choice is bracketed
     if (word.size() > 2 && word.front() == '[' && word.back() == ']') report.mode = word.substr(1, word.size() - 2);
-  std::map<uintptr_t, size_t> live;
-  {
-    const std::lock_guard<std::mutex> lock(registry().mutex);
-    live = registry().live;
-  }
-  // smaps: a line "start-end perms ..." opens each mapping, its "Rss: N kB" and
-  // "AnonHugePages: N kB" follow.
+  // smaps: each mapping's lines, "Rss: N kB" and "AnonHugePages: N kB" among them, end with
+  // "VmFlags: ...", where "hg" marks memory advised for 2 MB pages: the regions.
   std::ifstream smaps("/proc/self/smaps");
   std::string line;
-  bool inside = false;
+  size_t resident_kb = 0, huge_kb = 0;  // of the mapping being read
   while (std::getline(smaps, line)) {
-    uintptr_t start = 0, end = 0;
-    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &start, &end) == 2) {
-      auto it = live.upper_bound(start);  // the region starting at or before `start`
-      inside = it != live.begin() && start < std::prev(it)->first + std::prev(it)->second;
-      continue;
-    }
     size_t kb = 0;
-    if (!inside) continue;
-    if (std::sscanf(line.c_str(), "Rss: %zu kB", &kb) == 1) report.resident_bytes += kb << 10;
-    if (std::sscanf(line.c_str(), "AnonHugePages: %zu kB", &kb) == 1) report.huge_bytes += kb << 10;
+    if (std::sscanf(line.c_str(), "Rss: %zu kB", &kb) == 1) resident_kb = kb;
+    if (std::sscanf(line.c_str(), "AnonHugePages: %zu kB", &kb) == 1) huge_kb = kb;
+    if (line.rfind("VmFlags:", 0) == 0) {
+      if ((line + ' ').find(" hg ") != std::string::npos) {
+        report.resident_bytes += resident_kb << 10;
+        report.huge_bytes += huge_kb << 10;
+      }
+      resident_kb = huge_kb = 0;
+    }
   }
   return report;
 }

@@ -26,7 +26,8 @@ struct HugePageSlice {
 // Space freed inside a region is not reused: meant for buffers that live as long as a model.
 HugePageSlice take_huge_page_slice(size_t num_bytes);
 
-// What the regions alive now hold, read from /proc/self/smaps (zeros where it cannot be read).
+// What the regions alive now hold: the mappings /proc/self/smaps marks as advised for 2 MB
+// pages (zeros where it cannot be read).
 struct HugePageReport {
   size_t resident_bytes = 0;  // bytes of the live regions in memory (their Rss)
   size_t huge_bytes = 0;      // of them, bytes in 2 MB pages (their AnonHugePages)
