@@ -358,7 +358,7 @@ BENCHMARK(BM_AttentionVerify)
     ->Args({9, 128, 0, 0})
     ->Args({9, 512, 0, 0})
     ->Args({9, 2048, 0, 0})
-    ->ArgsProduct({{1, 9}, {32, 896}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{1, 9}, {32, 128, 896}, {0, 1}, {0, 1}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond)
     ->ComputeStatistics("min", min_of);

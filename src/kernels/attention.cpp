@@ -19,6 +19,7 @@ using kernels::AttendTileFn;
 constexpr int64_t kTile = kernels::kAttentionTile;
 constexpr int64_t kMaxHeadDim = kernels::kMaxAttentionHeadDim;
 constexpr int64_t kMaxRowsAtOnce = kernels::kMaxAttentionRows;
+constexpr int64_t kKeyGroup = kernels::kAttentionKeyGroup;
 // KV rows requested ahead of the key the tiles compute on.
 constexpr int64_t kPrefetchKeys = 2 * kTile;
 // Below this many multiply-adds (q·k and p·v) a call stays on the calling thread.
@@ -40,12 +41,6 @@ int64_t first_key(const PagedAttentionArgs& args, int64_t t) {
   return args.window > 0 ? std::max<int64_t>(0, args.num_keys[t] - args.window) : 0;
 }
 
-// Row of KV head `head` at `slot`, f32 pool or bf16 pool.
-template <typename T>
-const T* kv_row(const void* pool, int64_t slot, int64_t head, const KvLayerView& kv) {
-  return static_cast<const T*>(pool) + (slot * kv.num_kv_heads + head) * kv.head_dim;
-}
-
 // Slots of a sequence's positions in order, from a first position: the block table walked
 // incrementally (a division per key costs more than the key).
 struct SlotWalker {
@@ -59,6 +54,11 @@ struct SlotWalker {
     }
     return slot;
   }
+  void advance(int64_t n) {
+    offset += n;
+    for (; offset >= block_size; offset -= block_size) ++block;
+  }
+  int64_t block_id() const { return table[block]; }
   const int32_t* table;
   int64_t block_size, block, offset;
 };
@@ -67,24 +67,45 @@ struct SlotWalker {
 // sequence that see keys from the same first position (attention_units), so one walk over
 // the keys serves them all, each row masked to its own num_keys. T is the pool's element type.
 // attend: the tile kernel; acc_stride: its acc row length (head_dim rounded up to its
-// vector width).
+// vector width). Tiles start at the first visible position rounded down to a multiple of 16,
+// so that each 16-key group of a tile lies in one block where block_size is a multiple of 16
+// and its K is read in place; other block sizes copy each group's K columns out first.
 template <typename T>
 void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t0, int64_t num_tokens,
                        int64_t kv_head, AttendTileFn<T> attend, int64_t acc_stride) {
-  const int64_t d = kv.head_dim;
+  const int64_t d = kv.head_dim, bs = kv.block_size;
   const int64_t group = args.num_heads / kv.num_kv_heads;
   const int64_t q_stride = args.num_heads * d;
   const int32_t* table = args.block_tables[args.seq_of_token[t0]];
   const int64_t first = first_key(args, t0);
-  const int64_t row_bytes = d * static_cast<int64_t>(sizeof(T));
+  const int64_t start = first / kKeyGroup * kKeyGroup;
+  const bool in_place = bs % kKeyGroup == 0;
+  const T* k_pool = static_cast<const T*>(kv.k);
+  const int64_t v_row_bytes = d * static_cast<int64_t>(sizeof(T));
   alignas(64) float acc[kMaxRowsAtOnce * kMaxHeadDim];  // [rows, acc_stride]
-  const T* k_rows[2][kTile];  // [this tile, the next][key]
-  const T* v_rows[2][kTile];
+  alignas(64) T copied[2][kMaxHeadDim * kKeyGroup];      // [group][element, key]: K columns not read in place
+  const T* v_rows[2][kTile];  // [this tile, the next][key]
   const float* q_rows[kMaxRowsAtOnce];
   float* out_rows[kMaxRowsAtOnce];
   int64_t row_keys[kMaxRowsAtOnce];  // num_keys of each row
   int64_t counts[kMaxRowsAtOnce];
   kernels::AttentionRowStates state;
+
+  // Where K column 0 of kv_head starts for the key at `offset` of block `block_id`.
+  const int64_t block_elements = kv.num_kv_heads * d * bs;
+  auto k_column = [&](int64_t block_id, int64_t offset) { return k_pool + block_id * block_elements + kv_head * d * bs + offset; };
+  // K columns of the 16 keys from position p (a multiple of 16) that are visible, up to hi;
+  // `walk` is at p where they are read in place.
+  auto key_group = [&](int64_t p, int64_t hi, int64_t g, const SlotWalker& walk) -> const T* {
+    if (p >= hi) return nullptr;
+    if (in_place) return k_column(walk.block_id(), walk.offset);
+    std::fill_n(copied[g], d * kKeyGroup, T{});
+    for (int64_t j = std::max(p, first); j < std::min(p + kKeyGroup, hi); ++j) {
+      const T* column = k_pool + key_index(kv, int64_t{table[j / bs]} * bs + j % bs, kv_head, 0);
+      for (int64_t i = 0; i < d; ++i) copied[g][i * kKeyGroup + j - p] = column[i * bs];
+    }
+    return copied[g];
+  };
 
   // Rows in order (token, head); a token with more heads per KV head than fit takes turns.
   const int64_t total_rows = num_tokens * group;
@@ -101,41 +122,56 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
       state.sum[i] = 0.0f;
     }
     std::memset(acc, 0, sizeof(float) * static_cast<size_t>(rows * acc_stride));
-    // A second walker kPrefetchKeys keys ahead of the tiles requests those keys' K and V
-    // rows: a step's weights push every KV row out of the caches between uses, and the
-    // tile's own loads, issued as its arithmetic reaches them, kept too few rows in flight.
-    SlotWalker keys(table, kv.block_size, first), ahead(table, kv.block_size, first);
+    // A second walker kPrefetchKeys keys ahead of the tiles requests those keys' V rows, and
+    // each 16-key group's K columns as it enters one: a step's weights push every KV row out
+    // of the caches between uses, and the tile's own loads, issued as its arithmetic reaches
+    // them, kept too few rows in flight.
+    SlotWalker keys(table, bs, first), ahead(table, bs, first);
     int64_t prefetched = first;  // keys [first, prefetched) requested
     auto prefetch_next = [&] {
       if (prefetched >= rows_last) return;
-      ++prefetched;
+      const int64_t block_id = ahead.block_id(), offset = ahead.offset;
       const int64_t slot = ahead.next();
-      const char* k_row = reinterpret_cast<const char*>(kv_row<T>(kv.k, slot, kv_head, kv));
-      const char* v_row = reinterpret_cast<const char*>(kv_row<T>(kv.v, slot, kv_head, kv));
-      for (int64_t byte = 0; byte < row_bytes; byte += 64) {
-        __builtin_prefetch(k_row + byte, 0, 3);
-        __builtin_prefetch(v_row + byte, 0, 3);
+      if (in_place && (prefetched == first || prefetched % kKeyGroup == 0)) {
+        const T* column = k_column(block_id, offset);
+        // In place, a group's columns are d runs of 16 keys, block_size apart.
+        const int64_t step = bs == kKeyGroup ? std::max<int64_t>(1, 64 / (kKeyGroup * sizeof(T))) : 1;
+        for (int64_t i = 0; i < d; i += step) __builtin_prefetch(column + i * bs, 0, 3);
       }
+      ++prefetched;
+      const char* v_row = reinterpret_cast<const char*>(static_cast<const T*>(kv.v) + value_index(kv, slot, kv_head, 0));
+      for (int64_t byte = 0; byte < v_row_bytes; byte += 64) __builtin_prefetch(v_row + byte, 0, 3);
     };
     for (int64_t j = 0; j < kPrefetchKeys; ++j) prefetch_next();
-    // Each tile's row pointers are gathered while the previous tile is still to compute
+    // Each tile's V row pointers are gathered while the previous tile is still to compute
     // (gathering each just before its tile measured slower, up to 20% in 6 of 8 pairs of
-    // bf16 one-token steps at 896 positions).
-    auto gather = [&](int64_t j0, const T** ks, const T** vs) {
+    // bf16 one-token steps at 896 positions). Keys before `first` get first's row: no row
+    // sees them (p = 0), and their blocks may be freed.
+    const T* first_v = nullptr;
+    auto gather = [&](int64_t j0, const T** vs) {
       const int64_t count = std::min(kTile, rows_last - j0);
       for (int64_t j = 0; j < count; ++j) {
-        const int64_t slot = keys.next();
-        ks[j] = kv_row<T>(kv.k, slot, kv_head, kv);
-        vs[j] = kv_row<T>(kv.v, slot, kv_head, kv);
+        if (j0 + j < first) continue;
+        vs[j] = static_cast<const T*>(kv.v) + value_index(kv, keys.next(), kv_head, 0);
+        if (!first_v) first_v = vs[j];
         prefetch_next();
       }
+      for (int64_t j = 0; j < std::min(count, first - j0); ++j) vs[j] = first_v;
     };
     int cur = 0;
-    gather(first, k_rows[0], v_rows[0]);
-    for (int64_t j0 = first; j0 < rows_last; j0 += kTile) {
-      if (j0 + kTile < rows_last) gather(j0 + kTile, k_rows[cur ^ 1], v_rows[cur ^ 1]);
+    gather(start, v_rows[0]);
+    SlotWalker groups(table, bs, start);  // at each tile's first group (read in place only)
+    for (int64_t j0 = start; j0 < rows_last; j0 += kTile) {
+      if (j0 + kTile < rows_last) gather(j0 + kTile, v_rows[cur ^ 1]);
+      kernels::KeyTile<T> tile;
+      tile.groups[0] = key_group(j0, rows_last, 0, groups);
+      groups.advance(kKeyGroup);
+      tile.groups[1] = key_group(j0 + kKeyGroup, rows_last, 1, groups);
+      groups.advance(kKeyGroup);
+      tile.stride = in_place ? bs : kKeyGroup;
+      tile.skip = std::max<int64_t>(0, first - j0);
       for (int64_t i = 0; i < rows; ++i) counts[i] = std::min(kTile, row_keys[i] - j0);
-      attend(q_rows, rows, k_rows[cur], v_rows[cur], counts, d, args.scale, state, acc);
+      attend(q_rows, rows, tile, v_rows[cur], counts, d, args.scale, state, acc);
       cur ^= 1;
     }
     for (int64_t i = 0; i < rows; ++i)
@@ -153,9 +189,8 @@ void attend_token_scalar(const PagedAttentionArgs& args, const KvLayerView& kv, 
   const int64_t num_keys = args.num_keys[t];
   const int64_t first = first_key(args, t);
   const bool bf16 = kv.dtype == DType::kBF16;
-  auto load = [&](const void* pool, int64_t slot, int64_t i) {
-    return bf16 ? bf16_to_float(kv_row<uint16_t>(pool, slot, kv_head, kv)[i])
-                : kv_row<float>(pool, slot, kv_head, kv)[i];
+  auto load = [&](const void* pool, int64_t index) {
+    return bf16 ? bf16_to_float(static_cast<const uint16_t*>(pool)[index]) : static_cast<const float*>(pool)[index];
   };
   float acc[kMaxHeadDim];
   for (int64_t h = 0; h < group; ++h) {
@@ -170,7 +205,7 @@ void attend_token_scalar(const PagedAttentionArgs& args, const KvLayerView& kv, 
         const int64_t pos = j0 + j;
         slots[j] = int64_t{table[pos / kv.block_size]} * kv.block_size + pos % kv.block_size;
         float dot = 0.0f;
-        for (int64_t i = 0; i < d; ++i) dot += q[i] * load(kv.k, slots[j], i);
+        for (int64_t i = 0; i < d; ++i) dot += q[i] * load(kv.k, key_index(kv, slots[j], kv_head, i));
         scores[j] = dot * args.scale;
         tile_max = std::max(tile_max, scores[j]);
       }
@@ -181,7 +216,7 @@ void attend_token_scalar(const PagedAttentionArgs& args, const KvLayerView& kv, 
       for (int64_t j = 0; j < count; ++j) {
         const float p = std::exp(scores[j] - new_max);
         sum += p;
-        for (int64_t i = 0; i < d; ++i) acc[i] += p * load(kv.v, slots[j], i);
+        for (int64_t i = 0; i < d; ++i) acc[i] += p * load(kv.v, value_index(kv, slots[j], kv_head, i));
       }
       max = new_max;
     }
@@ -237,14 +272,20 @@ void write_kv(const float* k, const float* v, const int64_t* slots, int64_t num_
     DSPARK_CHECK(slots[t] >= 0 && slots[t] < capacity, "write_kv: slot {} of token {} outside [0, {})",
                  slots[t], t, capacity);
   const int64_t row = kv.num_kv_heads * kv.head_dim;  // elements per token
+  const bool bf16 = kv.dtype == DType::kBF16;
   for (int64_t t = 0; t < num_tokens; ++t) {
-    const int64_t offset = slots[t] * row;
-    if (kv.dtype == DType::kF32) {
-      std::memcpy(static_cast<float*>(kv.k) + offset, k + t * row, sizeof(float) * static_cast<size_t>(row));
-      std::memcpy(static_cast<float*>(kv.v) + offset, v + t * row, sizeof(float) * static_cast<size_t>(row));
-    } else {
-      simd::f32_to_bf16(k + t * row, static_cast<uint16_t*>(kv.k) + offset, row);
-      simd::f32_to_bf16(v + t * row, static_cast<uint16_t*>(kv.v) + offset, row);
+    const float* k_row = k + t * row;  // [num_kv_heads, head_dim]
+    const int64_t v_offset = slots[t] * row;
+    if (bf16) simd::f32_to_bf16(v + t * row, static_cast<uint16_t*>(kv.v) + v_offset, row);
+    else std::memcpy(static_cast<float*>(kv.v) + v_offset, v + t * row, sizeof(float) * static_cast<size_t>(row));
+    // K goes to its transposed block: element i of a head is block_size elements from i + 1.
+    for (int64_t h = 0; h < kv.num_kv_heads; ++h) {
+      const int64_t base = key_index(kv, slots[t], h, 0);
+      for (int64_t i = 0; i < kv.head_dim; ++i) {
+        const float x = k_row[h * kv.head_dim + i];
+        if (bf16) static_cast<uint16_t*>(kv.k)[base + i * kv.block_size] = float_to_bf16(x);
+        else static_cast<float*>(kv.k)[base + i * kv.block_size] = x;
+      }
     }
   }
 }

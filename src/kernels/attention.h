@@ -1,8 +1,12 @@
 // Attention over a paged KV cache.
 //
-// KV layout, per layer: K and V pools of [num_blocks, block_size, num_kv_heads, head_dim],
-// f32 or bf16. A sequence's position p lives in block block_table[p / block_size] at
-// offset p % block_size, i.e. slot = block_id * block_size + p % block_size.
+// KV layout, per layer: a pool of K and one of V, num_blocks blocks each, f32 or bf16. A
+// sequence's position p lives in block block_table[p / block_size] at offset
+// o = p % block_size, i.e. slot = block_id * block_size + o. V blocks are
+// [block_size, num_kv_heads, head_dim] (a position's heads in one row); K blocks are
+// transposed, [num_kv_heads, head_dim, block_size], so that one element of the head for
+// consecutive positions is contiguous: a score tile is then a multiply-add per element of
+// q over 16 keys at once, with no reduction across lanes (key_index says where an element is).
 //
 // Each query token t sees the first num_keys[t] positions of its own sequence (causal
 // decoding: num_keys = position + 1; a drafter's non-causal block: context + block
@@ -13,8 +17,9 @@
 // Contract (tested): the output of a query row depends only on that row's q, its keys and
 // values — bit for bit the same whatever the other rows, their number, or the thread count.
 // Each (token, KV head) is computed whole by one thread, as an online softmax over tiles of
-// 32 keys that start at the first visible position (0 without a window), so the order is
-// fixed by num_keys and the window alone. head_dim <= 256. Block-table entries before the
+// 32 keys that start at the first visible position rounded down to a multiple of 16 (0
+// without a window; keys before that position are masked), so the order is fixed by
+// num_keys and the window alone. head_dim <= 256. Block-table entries before the
 // window are never read (they may be freed). Inputs (num_keys >= 1, block ids
 // inside the pool, num_heads a multiple of num_kv_heads) are checked before any work.
 #pragma once
@@ -26,7 +31,7 @@
 namespace dspark {
 
 struct KvLayerView {
-  void* k = nullptr;  // [num_blocks, block_size, num_kv_heads, head_dim]
+  void* k = nullptr;  // [num_blocks, num_kv_heads, head_dim, block_size]
   void* v = nullptr;  // [num_blocks, block_size, num_kv_heads, head_dim]
   DType dtype = DType::kF32;  // kF32 or kBF16
   int64_t num_blocks = 0;
@@ -34,6 +39,16 @@ struct KvLayerView {
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
 };
+
+// Index of element i of KV head `head` at `slot` in the K pool (the layout above).
+inline int64_t key_index(const KvLayerView& kv, int64_t slot, int64_t head, int64_t i) {
+  const int64_t block = slot / kv.block_size, offset = slot % kv.block_size;
+  return ((block * kv.num_kv_heads + head) * kv.head_dim + i) * kv.block_size + offset;
+}
+// Index of element i of KV head `head` at `slot` in the V pool.
+inline int64_t value_index(const KvLayerView& kv, int64_t slot, int64_t head, int64_t i) {
+  return (slot * kv.num_kv_heads + head) * kv.head_dim + i;
+}
 
 // Stores new rows: k, v: [num_tokens, num_kv_heads, head_dim] f32; slots: [num_tokens].
 void write_kv(const float* k, const float* v, const int64_t* slots, int64_t num_tokens,

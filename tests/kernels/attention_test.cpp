@@ -253,19 +253,19 @@ TEST(PagedAttention, SlidingWindowSeesExactlyTheLastWKeys) {
     const int64_t n = f.num_keys[t], first = n - window;
     // A one-sequence pool holding keys first .. n-1 at positions 0 .. W-1.
     const int64_t kv_row = kv_heads * head_dim;
-    std::vector<float> k(static_cast<size_t>(window * kv_row)), v(k.size());
     const int32_t* table = f.tables[0].data();
+    const std::vector<int32_t> small_table = {0, 1};  // W = 6 keys in two blocks of 4
+    std::vector<float> kp(static_cast<size_t>(8 * kv_row), NAN), vp(kp.size(), NAN);
+    KvLayerView small{kp.data(), vp.data(), DType::kF32, 2, block_size, kv_heads, head_dim};
     for (int64_t j = 0; j < window; ++j) {
       const int64_t pos = first + j;
       const int64_t slot = int64_t{table[pos / block_size]} * block_size + pos % block_size;
-      std::copy_n(f.k_pool.begin() + slot * kv_row, kv_row, k.begin() + j * kv_row);
-      std::copy_n(f.v_pool.begin() + slot * kv_row, kv_row, v.begin() + j * kv_row);
+      for (int64_t h = 0; h < kv_heads; ++h)
+        for (int64_t e = 0; e < head_dim; ++e) {
+          kp[key_index(small, j, h, e)] = f.k_pool[key_index(f.view(), slot, h, e)];
+          vp[value_index(small, j, h, e)] = f.v_pool[value_index(f.view(), slot, h, e)];
+        }
     }
-    std::vector<float> kp(k), vp(v);
-    const std::vector<int32_t> small_table = {0, 1};  // W = 6 keys in two blocks of 4
-    kp.resize(static_cast<size_t>(8 * kv_row), NAN);
-    vp.resize(kp.size(), NAN);
-    KvLayerView small{kp.data(), vp.data(), DType::kF32, 2, block_size, kv_heads, head_dim};
     std::vector<float> expect(static_cast<size_t>(row));
     const int32_t seq = 0, keys = static_cast<int32_t>(window);
     const int32_t* tables[1] = {small_table.data()};
@@ -306,13 +306,18 @@ TEST(WriteKv, StoresRoundedBf16AndExactF32) {
   write_kv(k.data(), v.data(), slots, 3, view);
   KvLayerView view16{kb.data(), vb.data(), DType::kBF16, 2, 4, kv_heads, head_dim};
   write_kv(k.data(), v.data(), slots, 3, view16);
+  // V rows as given; K blocks of 4 positions transposed: [kv_heads, head_dim, 4].
   for (int64_t t = 0; t < 3; ++t)
     for (int64_t i = 0; i < row; ++i) {
-      const size_t dst = static_cast<size_t>(slots[t] * row + i), src = static_cast<size_t>(t * row + i);
-      ASSERT_EQ(kf[dst], k[src]);
-      ASSERT_EQ(vf[dst], v[src]);
-      ASSERT_EQ(kb[dst], float_to_bf16(k[src]));
-      ASSERT_EQ(vb[dst], float_to_bf16(v[src]));
+      const int64_t head = i / head_dim, e = i % head_dim, block = slots[t] / 4, offset = slots[t] % 4;
+      const size_t v_dst = static_cast<size_t>(slots[t] * row + i), src = static_cast<size_t>(t * row + i);
+      const size_t k_dst = static_cast<size_t>(((block * kv_heads + head) * head_dim + e) * 4 + offset);
+      ASSERT_EQ(key_index(view, slots[t], head, e), static_cast<int64_t>(k_dst));
+      ASSERT_EQ(value_index(view, slots[t], head, e), static_cast<int64_t>(v_dst));
+      ASSERT_EQ(kf[k_dst], k[src]);
+      ASSERT_EQ(vf[v_dst], v[src]);
+      ASSERT_EQ(kb[k_dst], float_to_bf16(k[src]));
+      ASSERT_EQ(vb[v_dst], float_to_bf16(v[src]));
     }
   const int64_t bad = 8;
   EXPECT_THROW(write_kv(k.data(), v.data(), &bad, 1, view), Error);

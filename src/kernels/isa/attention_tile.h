@@ -23,13 +23,28 @@ struct AttentionRowStates {
   alignas(64) float sum[kMaxAttentionRows];
 };
 
+// Keys per group: a tile's K is read as two groups of 16 consecutive positions, each one
+// vector of 16 keys per element of the head (K blocks are transposed, kernels/attention.h).
+inline constexpr int64_t kAttentionKeyGroup = 16;
+
+// The K of one tile, transposed: element i of the tile's key j at
+// groups[j / 16][i * stride + j % 16] (a group past the tile's last key is not read). Keys
+// [0, skip) of the tile come before the rows' first visible position: no row sees them.
+template <typename T>
+struct KeyTile {
+  const T* groups[2] = {nullptr, nullptr};
+  int64_t stride = 0;
+  int64_t skip = 0;
+};
+
 // One tile of keys for `num_rows` query rows (heads, of one or more tokens) that share a
-// KV head. q: [num_rows] rows of head_dim; k_rows/v_rows: the tile's rows of T (f32, or
-// bf16 bits as uint16_t); counts: [num_rows] keys of the tile each row sees (a row with
-// none is left as it is); acc: [num_rows, acc stride]. A row's operations depend on its
+// KV head. q: [num_rows] rows of head_dim; keys: the tile's K; v_rows: the tile's V rows of
+// T (f32, or bf16 bits as uint16_t; for keys before `skip`, any row of the sequence);
+// counts: [num_rows] keys of the tile each row sees from its start (a row with no more than
+// keys.skip is left as it is); acc: [num_rows, acc stride]. A row's operations depend on its
 // own count only, never on the other rows.
 template <typename T>
-using AttendTileFn = void (*)(const float* const* q, int64_t num_rows, const T* const* k_rows,
+using AttendTileFn = void (*)(const float* const* q, int64_t num_rows, const KeyTile<T>& keys,
                               const T* const* v_rows, const int64_t* counts, int64_t head_dim, float scale,
                               AttentionRowStates& state, float* acc);
 

@@ -1,7 +1,9 @@
 // The attention tile with 8-lane vectors (AVX2 + FMA; kernels/isa/attention_tile.h).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/isa/attention_tile.h"
 #include "kernels/simd.h"
@@ -19,14 +21,6 @@ inline __m256 load_kv8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load_kv8(const uint16_t* p) {
   const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-}
-
-// Lane sum of 8 by a fixed tree (lane i + lane i+4, then +2, +1).
-inline float sum_lanes_of_8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 // Lane sums of eight vectors: out[u] = the sum of v[u]'s lanes, by a fixed tree (pairs,
@@ -51,57 +45,39 @@ inline __m256 lane_maxima_of_8x8(const __m256* v) {
                        _mm256_permute2f128_ps(quads[0], quads[1], 0x31));
 }
 
-// scores_rows with 8-lane vectors: scaled scores of kRows rows that see the same count keys
-// into probs[r] (only [0, count) is written), and each row's lane-wise maximum into
-// row_max[r]. Keys in whole groups of eight: one FMA chain per key over the chunks, then a
-// transposing reduction of 8 partials (8 keys of one row, or 4 of each of two rows sharing
-// the keys' loads; the same tree for every partial). The keys after the last whole group:
-// two chains per key (even and odd chunks) and a lane sum.
-template <typename T, int kChunks, int kRows>
-inline void scores_rows_avx2(const float* const* q, const T* const* k_rows, int64_t count, float scale,
-                             float (*probs)[kTile], __m256* row_max) {
-  static_assert(kRows == 1 || kRows == 2, "one or two rows");
-  constexpr int kKeys = 8 / kRows;  // keys per reduction
-  const __m256 scale8 = _mm256_set1_ps(scale);
-  for (int r = 0; r < kRows; ++r) row_max[r] = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  int64_t j = 0;
-  for (; j + 8 <= count; j += 8) {
-    __m256 sums[kRows];  // lanes [kKeys r, kKeys (r + 1)): keys j + kKeys g + u of row r, group g
-    for (int g = 0; g < kRows; ++g) {
-      __m256 dot[8];  // [r * kKeys + u]: row r, key j + kKeys g + u
-      for (int c = 0; c < kChunks; ++c) {
-        __m256 qc[kRows];
-        for (int r = 0; r < kRows; ++r) qc[r] = _mm256_loadu_ps(q[r] + 8 * c);
-        for (int u = 0; u < kKeys; ++u) {
-          const __m256 kc = load_kv8(k_rows[j + kKeys * g + u] + 8 * c);
-          for (int r = 0; r < kRows; ++r)
-            dot[r * kKeys + u] = c == 0 ? _mm256_mul_ps(qc[r], kc) : _mm256_fmadd_ps(qc[r], kc, dot[r * kKeys + u]);
-        }
-      }
-      sums[g] = lane_sums_of_8x8(dot);
-    }
-    __m256 row_sums[kRows];  // row r's 8 keys in order
-    if constexpr (kRows == 1) {
-      row_sums[0] = sums[0];
-    } else {  // 128-bit halves: row 0 is both groups' low halves, row 1 their high halves
-      row_sums[0] = _mm256_permute2f128_ps(sums[0], sums[1], 0x20);
-      row_sums[1] = _mm256_permute2f128_ps(sums[0], sums[1], 0x31);
-    }
+// scores_rows with 8-lane vectors: scaled scores of kRows consecutive rows into probs[r]
+// (-inf outside the keys [skip, counts[r]) the row sees) and each row's lane-wise maximum
+// into row_max[r], for the tile's first kGroups groups of 16 keys. One FMA chain per row
+// and 8 keys over the head's elements, keys in the lanes: each K vector serves both rows,
+// and a row's operations are the same whatever kRows.
+template <typename T, int kRows, int kGroups>
+inline void scores_rows_avx2(const float* const* q, const KeyTile<T>& keys, int64_t head_dim, const int64_t* counts,
+                             float scale, float (*probs)[kTile], __m256* row_max) {
+  constexpr int kParts = 2 * kGroups;  // 8-key parts
+  __m256 dot[kRows][kParts];
+  for (int r = 0; r < kRows; ++r)
+    for (int p = 0; p < kParts; ++p) dot[r][p] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < head_dim; ++i) {
+    __m256 k[kParts];
+    for (int p = 0; p < kParts; ++p) k[p] = load_kv8(keys.groups[p / 2] + i * keys.stride + 8 * (p % 2));
     for (int r = 0; r < kRows; ++r) {
-      const __m256 sc = _mm256_mul_ps(row_sums[r], scale8);
-      _mm256_store_ps(probs[r] + j, sc);
+      const __m256 qi = _mm256_broadcast_ss(q[r] + i);
+      for (int p = 0; p < kParts; ++p) dot[r][p] = _mm256_fmadd_ps(qi, k[p], dot[r][p]);
+    }
+  }
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256 scale8 = _mm256_set1_ps(scale);
+  for (int r = 0; r < kRows; ++r) {
+    row_max[r] = neg_inf;
+    for (int p = 0; p < kTile / 8; ++p) {
+      const __m256i seen = _mm256_andnot_si256(simd::lanes8(keys.skip - 8 * p), simd::lanes8(counts[r] - 8 * p));
+      const __m256 sc = p < kParts ? _mm256_blendv_ps(neg_inf, _mm256_mul_ps(dot[r][p], scale8),
+                                                      _mm256_castsi256_ps(seen))
+                                   : neg_inf;
+      _mm256_store_ps(probs[r] + 8 * p, sc);
       row_max[r] = _mm256_max_ps(row_max[r], sc);
     }
   }
-  for (; j < count; ++j)
-    for (int r = 0; r < kRows; ++r) {
-      const T* k = k_rows[j];
-      __m256 dot[2] = {_mm256_mul_ps(_mm256_loadu_ps(q[r]), load_kv8(k)), _mm256_setzero_ps()};
-      for (int c = 1; c < kChunks; ++c)
-        dot[c & 1] = _mm256_fmadd_ps(_mm256_loadu_ps(q[r] + 8 * c), load_kv8(k + 8 * c), dot[c & 1]);
-      probs[r][j] = sum_lanes_of_8(_mm256_add_ps(dot[0], dot[1])) * scale;
-      row_max[r] = _mm256_max_ps(row_max[r], _mm256_set1_ps(probs[r][j]));
-    }
 }
 
 // pv_rows with 8-lane vectors, acc rows of kChunks * 8: one accumulator per chunk and row,
@@ -136,9 +112,8 @@ inline void pv_rows_avx2(const float (*probs)[kTile], const float* corrections, 
 // row's softmax bookkeeping eight rows to a vector, p·v), rows in pairs where they see the
 // same keys.
 template <typename T, int kChunks>
-void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k_rows, const T* const* v_rows,
+void attend_tile_avx2(const float* const* q, int64_t num_rows, const KeyTile<T>& keys, const T* const* v_rows,
                       const int64_t* counts, int64_t head_dim, float scale, RowStates& state, float* acc) {
-  (void)head_dim;
   alignas(32) float probs[kMaxRowsAtOnce][kTile];  // [row][key]: scaled scores, then exp(score - new max)
   __m256 row_max[kMaxRowsAtOnce];                  // [row]: lane-wise max of the row's scores
   __m256 row_sum[kMaxRowsAtOnce];                  // [row]: lane-wise sum of the row's p
@@ -148,19 +123,29 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k
     row_max[h] = neg_inf;
     row_sum[h] = _mm256_setzero_ps();
   }
-  for (int64_t h = 0; h < num_rows;) {
-    const int64_t count = counts[h];
-    if (count <= 0) {
-      ++h;
-    } else if (h + 1 < num_rows && counts[h + 1] == count) {
-      scores_rows_avx2<T, kChunks, 2>(q + h, k_rows, count, scale, probs + h, row_max + h);
-      active[h] = active[h + 1] = -1;
-      h += 2;
-    } else {
-      scores_rows_avx2<T, kChunks, 1>(q + h, k_rows, count, scale, probs + h, row_max + h);
-      active[h++] = -1;
+  for (int64_t h = 0; h < num_rows; ++h) active[h] = counts[h] > keys.skip ? -1 : 0;
+  // Scores and p·v take active rows two at a time where two follow each other; `count` is
+  // the most keys either sees.
+  auto for_each_group = [&](auto&& run_group) {
+    for (int64_t h = 0; h < num_rows;) {
+      if (!active[h]) {
+        ++h;
+      } else if (h + 1 < num_rows && active[h + 1]) {
+        run_group(std::integral_constant<int, 2>{}, h, std::max(counts[h], counts[h + 1]));
+        h += 2;
+      } else {
+        run_group(std::integral_constant<int, 1>{}, h, counts[h]);
+        ++h;
+      }
     }
-  }
+  };
+  for_each_group([&](auto rows, int64_t h, int64_t count) {
+    constexpr int kRows = decltype(rows)::value;
+    if (count > kAttentionKeyGroup)
+      scores_rows_avx2<T, kRows, 2>(q + h, keys, head_dim, counts + h, scale, probs + h, row_max + h);
+    else
+      scores_rows_avx2<T, kRows, 1>(q + h, keys, head_dim, counts + h, scale, probs + h, row_max + h);
+  });
   alignas(32) float corrections[kMaxRowsAtOnce], maxima[kMaxRowsAtOnce];
   for (int g = 0; g < kMaxRowsAtOnce / 8; ++g) {  // eight rows to a vector
     const __m256 old_max = _mm256_load_ps(state.max + 8 * g);
@@ -169,14 +154,14 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k
     _mm256_store_ps(corrections + 8 * g, simd::exp8(_mm256_sub_ps(old_max, new_max)));
     _mm256_store_ps(maxima + 8 * g, new_max);
   }
-  for (int64_t h = 0; h < num_rows; ++h) {  // p = exp(score - new max), 0 beyond the row's count
+  for (int64_t h = 0; h < num_rows; ++h) {  // p = exp(score - new max), 0 for the keys the row does not see
     if (!active[h]) continue;
     const int64_t count = counts[h];
     const __m256 m = _mm256_set1_ps(maxima[h]);
     __m256 total = _mm256_setzero_ps();
-    for (int64_t j0 = 0; j0 < count; j0 += 8) {
-      const __m256 valid = _mm256_castsi256_ps(simd::lanes8(count - j0));
-      const __m256 p = _mm256_and_ps(valid, simd::exp8(_mm256_sub_ps(_mm256_load_ps(probs[h] + j0), m)));
+    for (int64_t j0 = 0; j0 < kTile; j0 += 8) {
+      const __m256 seen = _mm256_castsi256_ps(_mm256_andnot_si256(simd::lanes8(keys.skip - j0), simd::lanes8(count - j0)));
+      const __m256 p = _mm256_and_ps(seen, simd::exp8(_mm256_sub_ps(_mm256_load_ps(probs[h] + j0), m)));
       _mm256_store_ps(probs[h] + j0, p);
       total = _mm256_add_ps(total, p);
     }
@@ -189,18 +174,10 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const T* const* k
     _mm256_maskstore_ps(state.sum + 8 * g, rows_active, sum);
     _mm256_maskstore_ps(state.max + 8 * g, rows_active, _mm256_load_ps(maxima + 8 * g));
   }
-  for (int64_t h = 0; h < num_rows;) {
-    const int64_t count = counts[h];
-    if (count <= 0) {
-      ++h;
-    } else if (h + 1 < num_rows && counts[h + 1] == count) {
-      pv_rows_avx2<T, kChunks, 2>(probs + h, corrections + h, count, v_rows, acc + h * kChunks * 8);
-      h += 2;
-    } else {
-      pv_rows_avx2<T, kChunks, 1>(probs + h, corrections + h, count, v_rows, acc + h * kChunks * 8);
-      ++h;
-    }
-  }
+  // p·v: a key a row does not see has p = 0, which leaves its accumulators as they are.
+  for_each_group([&](auto rows, int64_t h, int64_t count) {
+    pv_rows_avx2<T, kChunks, decltype(rows)::value>(probs + h, corrections + h, count, v_rows, acc + h * kChunks * 8);
+  });
 }
 
 struct Tile {

@@ -1,7 +1,9 @@
 // The attention tile with 16-lane vectors (AVX-512 F/BW/VL/DQ; kernels/isa/attention_tile.h).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/isa/attention_tile.h"
 #include "kernels/simd.h"
@@ -44,101 +46,121 @@ inline __m512 max_lanes_of_16(const __m512* v) { return reduce_lanes_of_16(v, Ma
 inline __m512 load_kv(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 inline __m512 load_kv(const uint16_t* p, __mmask16 m) { return simd::load_bf16(p, m); }
 
-// p·v of kRows consecutive rows that see the same count keys of the tile, sharing each V
-// load: acc[r] = acc[r] * corrections[r] + Σ_j probs[r][j] v_j. Per row two accumulator sets
-// (keys at even / odd offsets) halve the FMA chain and are added in a fixed order at the
-// end, the same operations for a row whatever kRows.
-constexpr int kMaxChunksForPairs = 4;  // 2 rows x 2 sets x 4 chunks = 16 accumulators (of 32 zmm)
+// p·v of kRows consecutive rows over the tile's first `count` keys (the most any of them
+// sees; a row's probs are 0 beyond its own count): acc[r] = acc[r] * corrections[r] +
+// Σ_j probs[r][j] v_j. Per row and lane two accumulators (keys at even / odd offsets) halve
+// the FMA chain and are added at the end. kAtOnce 16-lane chunks of the head at a time, so
+// that each V load serves all kRows rows and 16 accumulators are in flight: all of a
+// 64-wide head for 1 or 2 rows, one chunk for 8. A row's operations are the same whatever
+// kRows and the other rows: a key beyond its own count adds 0 * v, which leaves an
+// accumulator as it is (it is never -0: it starts at +0 and round-to-nearest sums give +0).
+constexpr int kMaxGroupRows = 8;
 template <typename T, int kChunks, int kRows>
 inline void pv_rows(const float (*probs)[kTile], const float* corrections, int64_t count, const T* const* v_rows,
                     const __mmask16* chunk_mask, float* acc) {
-  __m512 even[kRows][kChunks], odd[kRows][kChunks];
-  for (int r = 0; r < kRows; ++r) {
-    const __m512 corr = _mm512_set1_ps(corrections[r]);
-    for (int c = 0; c < kChunks; ++c) {
-      even[r][c] = _mm512_mul_ps(_mm512_load_ps(acc + (r * kChunks + c) * 16), corr);
-      odd[r][c] = _mm512_setzero_ps();
-    }
-  }
-  int64_t j = 0;
-  for (; j + 1 < count; j += 2) {
-    __m512 pe[kRows], po[kRows];
+  constexpr int kAtOnce = std::min(kChunks, 8 / kRows);
+  for (int c0 = 0; c0 < kChunks; c0 += kAtOnce) {
+    constexpr int n = kAtOnce;
+    __m512 even[kRows][n], odd[kRows][n];
     for (int r = 0; r < kRows; ++r) {
-      pe[r] = _mm512_set1_ps(probs[r][j]);
-      po[r] = _mm512_set1_ps(probs[r][j + 1]);
-    }
-    for (int c = 0; c < kChunks; ++c) {
-      const __m512 ve = load_kv(v_rows[j] + 16 * c, chunk_mask[c]);
-      const __m512 vo = load_kv(v_rows[j + 1] + 16 * c, chunk_mask[c]);
-      for (int r = 0; r < kRows; ++r) {
-        even[r][c] = _mm512_fmadd_ps(pe[r], ve, even[r][c]);
-        odd[r][c] = _mm512_fmadd_ps(po[r], vo, odd[r][c]);
+      const __m512 corr = _mm512_set1_ps(corrections[r]);
+      for (int c = 0; c < n; ++c) {
+        if (c0 + c >= kChunks) break;
+        even[r][c] = _mm512_mul_ps(_mm512_load_ps(acc + (r * kChunks + c0 + c) * 16), corr);
+        odd[r][c] = _mm512_setzero_ps();
       }
     }
-  }
-  if (j < count) {
-    for (int c = 0; c < kChunks; ++c) {
-      const __m512 ve = load_kv(v_rows[j] + 16 * c, chunk_mask[c]);
-      for (int r = 0; r < kRows; ++r) even[r][c] = _mm512_fmadd_ps(_mm512_set1_ps(probs[r][j]), ve, even[r][c]);
+    int64_t j = 0;
+    for (; j + 1 < count; j += 2) {
+      for (int c = 0; c < n; ++c) {
+        if (c0 + c >= kChunks) break;
+        const __m512 ve = load_kv(v_rows[j] + 16 * (c0 + c), chunk_mask[c0 + c]);
+        const __m512 vo = load_kv(v_rows[j + 1] + 16 * (c0 + c), chunk_mask[c0 + c]);
+        for (int r = 0; r < kRows; ++r) {
+          even[r][c] = _mm512_fmadd_ps(_mm512_set1_ps(probs[r][j]), ve, even[r][c]);
+          odd[r][c] = _mm512_fmadd_ps(_mm512_set1_ps(probs[r][j + 1]), vo, odd[r][c]);
+        }
+      }
     }
+    if (j < count) {
+      for (int c = 0; c < n; ++c) {
+        if (c0 + c >= kChunks) break;
+        const __m512 ve = load_kv(v_rows[j] + 16 * (c0 + c), chunk_mask[c0 + c]);
+        for (int r = 0; r < kRows; ++r) even[r][c] = _mm512_fmadd_ps(_mm512_set1_ps(probs[r][j]), ve, even[r][c]);
+      }
+    }
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < n; ++c) {
+        if (c0 + c >= kChunks) break;
+        _mm512_store_ps(acc + (r * kChunks + c0 + c) * 16, _mm512_add_ps(even[r][c], odd[r][c]));
+      }
   }
-  for (int r = 0; r < kRows; ++r)
-    for (int c = 0; c < kChunks; ++c) _mm512_store_ps(acc + (r * kChunks + c) * 16, _mm512_add_ps(even[r][c], odd[r][c]));
 }
 
-// Scaled scores q·k of kRows consecutive rows that see the same count keys of the tile
-// (-inf beyond it) into probs[r], and each row's lane-wise maximum over its parts into
-// row_max[r]. Per key a 16-lane partial dot product (one FMA chain over the chunks), then a
-// transposing reduction of 16 partials at once (cheaper than 16 horizontal sums): 16 keys
-// of one row, or 8 keys of each of two rows sharing the keys' loads. Every partial is
-// reduced by the same tree wherever it sits, so a row's scores do not depend on kRows.
-template <typename T, int kChunks, int kRows>
-inline void scores_rows(const float* const* q, const T* const* k_rows, int64_t count, const __mmask16* chunk_mask,
-                        float scale, float (*probs)[kTile], __m512* row_max) {
-  static_assert(kRows == 1 || kRows == 2, "one or two rows");
-  constexpr int kKeys = 16 / kRows;  // keys per reduction
-  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 qv[kRows][kChunks];
-  for (int r = 0; r < kRows; ++r) {
-    row_max[r] = neg_inf;
-    for (int c = 0; c < kChunks; ++c) qv[r][c] = _mm512_maskz_loadu_ps(chunk_mask[c], q[r] + 16 * c);
-  }
-  for (int64_t base = 0; base < kTile; base += 16) {
-    if (base >= count) {
-      for (int r = 0; r < kRows; ++r) _mm512_store_ps(probs[r] + base, neg_inf);
-      continue;
-    }
-    __m512 sums[kRows];  // lanes [kKeys r, kKeys (r + 1)): keys base + kKeys g + u of row r, group g
-    for (int g = 0; g < kRows; ++g) {
-      __m512 partial[16];  // [r * kKeys + u]: row r, key base + kKeys g + u
-      for (int u = 0; u < kKeys; ++u) {
-        const int64_t j = base + kKeys * g + u;
-        if (j >= count) {
-          for (int r = 0; r < kRows; ++r) partial[r * kKeys + u] = _mm512_setzero_ps();
-          continue;
-        }
-        const T* k = k_rows[j];
-        __m512 kc = load_kv(k, chunk_mask[0]);
-        __m512 dot[kRows];
-        for (int r = 0; r < kRows; ++r) dot[r] = _mm512_mul_ps(qv[r][0], kc);
-        for (int c = 1; c < kChunks; ++c) {
-          kc = load_kv(k + 16 * c, chunk_mask[c]);
-          for (int r = 0; r < kRows; ++r) dot[r] = _mm512_fmadd_ps(qv[r][c], kc, dot[r]);
-        }
-        for (int r = 0; r < kRows; ++r) partial[r * kKeys + u] = dot[r];
-      }
-      sums[g] = sum_lanes_of_16(partial);
-    }
-    __m512 row_sums[kRows];  // row r's 16 keys in order
-    if constexpr (kRows == 1) {
-      row_sums[0] = sums[0];
-    } else {  // 256-bit halves: row 0 is both groups' low halves, row 1 their high halves
-      row_sums[0] = _mm512_shuffle_f32x4(sums[0], sums[1], 0x44);
-      row_sums[1] = _mm512_shuffle_f32x4(sums[0], sums[1], 0xEE);
+// 16 elements of a K group (16 keys of one element of the head) as f32.
+inline __m512 load_keys(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load_keys(const uint16_t* p) { return simd::load_bf16(p, 0xFFFF); }
+
+// q·k of kRows rows for kGroups groups of 16 keys (K columns `cols`, element i of the head
+// at cols[g] + i * stride), keys in the lanes: per row and group two FMA chains over the
+// head's elements, the even and the odd ones, added at the end (2 x kRows x kGroups
+// independent chains), each K vector serving all kRows rows.
+template <typename T, int kRows, int kGroups>
+inline void dot_groups(const float* const* q, const T* const* cols, int64_t stride, int64_t head_dim,
+                       __m512 (*dot)[2]) {
+  __m512 even[kRows][kGroups], odd[kRows][kGroups];
+  for (int r = 0; r < kRows; ++r)
+    for (int g = 0; g < kGroups; ++g) even[r][g] = odd[r][g] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 1 < head_dim; i += 2) {
+    __m512 ke[kGroups], ko[kGroups];
+    for (int g = 0; g < kGroups; ++g) {
+      ke[g] = load_keys(cols[g] + i * stride);
+      ko[g] = load_keys(cols[g] + (i + 1) * stride);
     }
     for (int r = 0; r < kRows; ++r) {
-      const __m512 sc =
-          _mm512_mask_mov_ps(neg_inf, simd::lanes(count - base), _mm512_mul_ps(row_sums[r], _mm512_set1_ps(scale)));
+      const __m512 qe = _mm512_set1_ps(q[r][i]), qo = _mm512_set1_ps(q[r][i + 1]);
+      for (int g = 0; g < kGroups; ++g) {
+        even[r][g] = _mm512_fmadd_ps(qe, ke[g], even[r][g]);
+        odd[r][g] = _mm512_fmadd_ps(qo, ko[g], odd[r][g]);
+      }
+    }
+  }
+  if (i < head_dim)
+    for (int g = 0; g < kGroups; ++g) {
+      const __m512 k = load_keys(cols[g] + i * stride);
+      for (int r = 0; r < kRows; ++r) even[r][g] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][i]), k, even[r][g]);
+    }
+  for (int r = 0; r < kRows; ++r)
+    for (int g = 0; g < kGroups; ++g) dot[r][g] = _mm512_add_ps(even[r][g], odd[r][g]);
+}
+
+// Scaled scores q·k of kRows consecutive rows into probs[r] (-inf outside the keys
+// [skip, counts[r]) the row sees), and each row's lane-wise maximum into row_max[r].
+// `groups`: 1, or 2 where some row sees keys past the first 16. Up to 4 rows take both
+// groups at once (fewer chains would leave the FMA units waiting on their latency), 8 rows
+// one group at a time (16 accumulators either way); a row's operations are the same.
+template <typename T, int kRows>
+inline void scores_rows(const float* const* q, const KeyTile<T>& keys, int64_t groups, int64_t head_dim,
+                        const int64_t* counts, float scale, float (*probs)[kTile], __m512* row_max) {
+  __m512 dot[kRows][2];  // [row][group]
+  if (kRows <= 4 && groups == 2) {
+    dot_groups<T, kRows, 2>(q, keys.groups, keys.stride, head_dim, dot);
+  } else {
+    for (int64_t g = 0; g < groups; ++g) {
+      __m512 one[kRows][2];
+      dot_groups<T, kRows, 1>(q, keys.groups + g, keys.stride, head_dim, one);
+      for (int r = 0; r < kRows; ++r) dot[r][g] = one[r][0];
+    }
+  }
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512 scale16 = _mm512_set1_ps(scale);
+  for (int r = 0; r < kRows; ++r) {
+    row_max[r] = neg_inf;
+    for (int g = 0; g < 2; ++g) {
+      const int64_t base = kAttentionKeyGroup * g;
+      const __mmask16 seen = static_cast<__mmask16>(simd::lanes(counts[r] - base) & ~simd::lanes(keys.skip - base));
+      const __m512 sc = g < groups ? _mm512_mask_mov_ps(neg_inf, seen, _mm512_mul_ps(dot[r][g], scale16)) : neg_inf;
       _mm512_store_ps(probs[r] + base, sc);
       row_max[r] = _mm512_max_ps(row_max[r], sc);
     }
@@ -150,9 +172,8 @@ inline void scores_rows(const float* const* q, const T* const* k_rows, int64_t c
 // maximum, correction and sum would each be a chain of dependent reductions and a scalar
 // exp, which cost as much as its scores), then p·v.
 template <typename T, int kChunks>
-void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows,
-                 const T* const* v_rows, const int64_t* counts, int64_t head_dim, float scale,
-                 RowStates& state, float* acc) {
+void attend_tile(const float* const* q, int64_t num_rows, const KeyTile<T>& keys, const T* const* v_rows,
+                 const int64_t* counts, int64_t head_dim, float scale, RowStates& state, float* acc) {
   static_assert(kMaxRowsAtOnce == 16, "one lane per row");
   __mmask16 chunk_mask[kChunks];
   for (int c = 0; c < kChunks; ++c) chunk_mask[c] = simd::lanes(head_dim - 16 * c);
@@ -161,22 +182,31 @@ void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows
   __m512 row_max[kMaxRowsAtOnce];  // [row]: lane-wise max of the row's 16-key parts of scores
   __m512 row_sum[kMaxRowsAtOnce];  // [row]: lane-wise sum of the row's 16-key parts of p
   __mmask16 active = 0;            // rows that see keys in this tile
-  for (int64_t h = num_rows; h < kMaxRowsAtOnce; ++h) row_max[h] = neg_inf;
-  // Scores, two rows at a time where they see the same keys (as p·v below).
-  for (int64_t h = 0; h < num_rows;) {
-    const int64_t count = counts[h];
-    if (count <= 0) {
-      row_max[h++] = neg_inf;
-    } else if (kChunks <= kMaxChunksForPairs && h + 1 < num_rows && counts[h + 1] == count) {
-      scores_rows<T, kChunks, 2>(q + h, k_rows, count, chunk_mask, scale, probs + h, row_max + h);
-      active |= static_cast<__mmask16>(3u << h);
-      h += 2;
-    } else {
-      scores_rows<T, kChunks, 1>(q + h, k_rows, count, chunk_mask, scale, probs + h, row_max + h);
-      active |= static_cast<__mmask16>(1u << h);
-      ++h;
+  for (int64_t h = 0; h < num_rows; ++h) active |= static_cast<__mmask16>((counts[h] > keys.skip ? 1u : 0u) << h);
+  for (int64_t h = 0; h < kMaxRowsAtOnce; ++h) row_max[h] = neg_inf;
+  // Scores and p·v take runs of active rows in groups of 8, 4, 2 or 1, sharing each K and V
+  // load; `count` is the most keys any row of the group sees.
+  auto for_each_group = [&](auto&& run_group) {
+    for (int64_t h = 0; h < num_rows;) {
+      if (!(active >> h & 1u)) {
+        ++h;
+        continue;
+      }
+      int64_t run = 1;
+      while (run < kMaxGroupRows && h + run < num_rows && (active >> (h + run) & 1u)) ++run;
+      const int64_t n = run >= 8 ? 8 : run >= 4 ? 4 : run >= 2 ? 2 : 1;
+      const int64_t count = *std::max_element(counts + h, counts + h + n);
+      if (n == 8) run_group(std::integral_constant<int, 8>{}, h, count);
+      else if (n == 4) run_group(std::integral_constant<int, 4>{}, h, count);
+      else if (n == 2) run_group(std::integral_constant<int, 2>{}, h, count);
+      else run_group(std::integral_constant<int, 1>{}, h, count);
+      h += n;
     }
-  }
+  };
+  for_each_group([&](auto rows, int64_t h, int64_t count) {
+    const int64_t groups = count > kAttentionKeyGroup ? 2 : 1;
+    scores_rows<T, decltype(rows)::value>(q + h, keys, groups, head_dim, counts + h, scale, probs + h, row_max + h);
+  });
   // Every row's new maximum and correction at once. The first tile's old maximum is -inf:
   // its correction is (nearly) 0 and multiplies a zero state.
   const __m512 old_max = _mm512_load_ps(state.max);
@@ -184,7 +214,7 @@ void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows
   alignas(64) float corrections[kMaxRowsAtOnce], maxima[kMaxRowsAtOnce];
   _mm512_store_ps(corrections, simd::exp(_mm512_sub_ps(old_max, new_max)));
   _mm512_store_ps(maxima, new_max);
-  // p = exp(score - new max), 0 beyond the row's count.
+  // p = exp(score - new max), 0 for the keys the row does not see.
   for (int64_t h = 0; h < num_rows; ++h) {
     if (!(active >> h & 1u)) {
       row_sum[h] = _mm512_setzero_ps();
@@ -195,7 +225,8 @@ void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows
     __m512 total = _mm512_setzero_ps();
     for (int64_t part = 0; part < kTile / 16; ++part) {
       float* ps = probs[h] + 16 * part;
-      const __m512 p = _mm512_maskz_mov_ps(simd::lanes(count - 16 * part), simd::exp(_mm512_sub_ps(_mm512_load_ps(ps), m)));
+      const __mmask16 seen = static_cast<__mmask16>(simd::lanes(count - 16 * part) & ~simd::lanes(keys.skip - 16 * part));
+      const __m512 p = _mm512_maskz_mov_ps(seen, simd::exp(_mm512_sub_ps(_mm512_load_ps(ps), m)));
       _mm512_store_ps(ps, p);
       total = part == 0 ? p : _mm512_add_ps(total, p);
     }
@@ -205,20 +236,11 @@ void attend_tile(const float* const* q, int64_t num_rows, const T* const* k_rows
   const __m512 sum = _mm512_fmadd_ps(_mm512_load_ps(state.sum), _mm512_load_ps(corrections), sum_lanes_of_16(row_sum));
   _mm512_mask_store_ps(state.sum, active, sum);
   _mm512_mask_store_ps(state.max, active, new_max);
-  // Then p·v: two rows at a time where they see the same keys (every full tile), sharing
-  // each V load, while the accumulators fit in registers.
-  for (int64_t h = 0; h < num_rows;) {
-    const int64_t count = counts[h];
-    if (count <= 0) {
-      ++h;
-    } else if (kChunks <= kMaxChunksForPairs && h + 1 < num_rows && counts[h + 1] == count) {
-      pv_rows<T, kChunks, 2>(probs + h, corrections + h, count, v_rows, chunk_mask, acc + h * kChunks * 16);
-      h += 2;
-    } else {
-      pv_rows<T, kChunks, 1>(probs + h, corrections + h, count, v_rows, chunk_mask, acc + h * kChunks * 16);
-      ++h;
-    }
-  }
+  // Then p·v.
+  for_each_group([&](auto rows, int64_t h, int64_t count) {
+    pv_rows<T, kChunks, decltype(rows)::value>(probs + h, corrections + h, count, v_rows, chunk_mask,
+                                               acc + h * kChunks * 16);
+  });
 }
 
 struct Tile {

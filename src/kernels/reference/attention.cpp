@@ -12,8 +12,7 @@ namespace dspark::reference {
 void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv) {
   const int64_t d = kv.head_dim;
   const int64_t group = args.num_heads / kv.num_kv_heads;
-  auto value = [&](const void* pool, int64_t slot, int64_t head, int64_t i) {
-    const int64_t index = (slot * kv.num_kv_heads + head) * d + i;
+  auto element = [&](const void* pool, int64_t index) {
     return kv.dtype == DType::kBF16 ? bf16_to_float(static_cast<const uint16_t*>(pool)[index])
                                     : static_cast<const float*>(pool)[index];
   };
@@ -34,7 +33,7 @@ void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv) {
       float max = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < n; ++j) {
         float dot = 0.0f;
-        for (int64_t i = 0; i < d; ++i) dot += q[i] * value(kv.k, slots[j], kv_head, i);
+        for (int64_t i = 0; i < d; ++i) dot += q[i] * element(kv.k, key_index(kv, slots[j], kv_head, i));
         scores[j] = dot * args.scale;
         if (scores[j] > max) max = scores[j];
       }
@@ -46,7 +45,7 @@ void paged_attention(const PagedAttentionArgs& args, const KvLayerView& kv) {
       float* out = args.out + (t * args.num_heads + h) * d;
       for (int64_t i = 0; i < d; ++i) {
         float acc = 0.0f;
-        for (int64_t j = 0; j < n; ++j) acc += scores[j] * value(kv.v, slots[j], kv_head, i);
+        for (int64_t j = 0; j < n; ++j) acc += scores[j] * element(kv.v, value_index(kv, slots[j], kv_head, i));
         out[i] = acc / sum;
       }
     }
