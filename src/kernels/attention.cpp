@@ -179,8 +179,8 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
   }
 }
 
-// Portable path for a head_dim that is not a multiple of 8: the same tiled online softmax
-// for the query heads of token t that read KV head kv_head, one head at a time, scalar.
+// Portable path for a head_dim that is not a multiple of 8: the same tiles of the online
+// softmax for the query heads of token t that read KV head kv_head, one head at a time, scalar.
 void attend_token_scalar(const PagedAttentionArgs& args, const KvLayerView& kv, int64_t t, int64_t kv_head) {
   const int64_t d = kv.head_dim;
   const int64_t group = args.num_heads / kv.num_kv_heads;
@@ -197,12 +197,12 @@ void attend_token_scalar(const PagedAttentionArgs& args, const KvLayerView& kv, 
     const float* q = args.q + t * q_stride + (kv_head * group + h) * d;
     float max = -std::numeric_limits<float>::infinity(), sum = 0.0f;
     std::fill(acc, acc + d, 0.0f);
-    for (int64_t j0 = first; j0 < num_keys; j0 += kTile) {
-      const int64_t count = std::min(kTile, num_keys - j0);
+    for (int64_t j0 = first / kKeyGroup * kKeyGroup; j0 < num_keys; j0 += kTile) {
+      const int64_t lo = std::max(j0, first), count = std::min(j0 + kTile, num_keys) - lo;  // visible keys
       float scores[kTile], tile_max = -std::numeric_limits<float>::infinity();
       int64_t slots[kTile];
       for (int64_t j = 0; j < count; ++j) {
-        const int64_t pos = j0 + j;
+        const int64_t pos = lo + j;
         slots[j] = int64_t{table[pos / kv.block_size]} * kv.block_size + pos % kv.block_size;
         float dot = 0.0f;
         for (int64_t i = 0; i < d; ++i) dot += q[i] * load(kv.k, key_index(kv, slots[j], kv_head, i));
@@ -273,18 +273,27 @@ void write_kv(const float* k, const float* v, const int64_t* slots, int64_t num_
                  slots[t], t, capacity);
   const int64_t row = kv.num_kv_heads * kv.head_dim;  // elements per token
   const bool bf16 = kv.dtype == DType::kBF16;
+  const int64_t bs = kv.block_size;
+  // K goes to transposed blocks: element i of a head lands block_size elements after
+  // element i - 1.
   for (int64_t t = 0; t < num_tokens; ++t) {
-    const float* k_row = k + t * row;  // [num_kv_heads, head_dim]
     const int64_t v_offset = slots[t] * row;
     if (bf16) simd::f32_to_bf16(v + t * row, static_cast<uint16_t*>(kv.v) + v_offset, row);
     else std::memcpy(static_cast<float*>(kv.v) + v_offset, v + t * row, sizeof(float) * static_cast<size_t>(row));
-    // K goes to its transposed block: element i of a head is block_size elements from i + 1.
     for (int64_t h = 0; h < kv.num_kv_heads; ++h) {
+      const float* head = k + t * row + h * kv.head_dim;  // [head_dim]
       const int64_t base = key_index(kv, slots[t], h, 0);
-      for (int64_t i = 0; i < kv.head_dim; ++i) {
-        const float x = k_row[h * kv.head_dim + i];
-        if (bf16) static_cast<uint16_t*>(kv.k)[base + i * kv.block_size] = float_to_bf16(x);
-        else static_cast<float*>(kv.k)[base + i * kv.block_size] = x;
+      if (!bf16) {
+        float* out = static_cast<float*>(kv.k) + base;
+        for (int64_t i = 0; i < kv.head_dim; ++i) out[i * bs] = head[i];
+        continue;
+      }
+      uint16_t* out = static_cast<uint16_t*>(kv.k) + base;
+      uint16_t rounded[64];  // a run of the head in bf16, rounded as V is
+      for (int64_t i0 = 0; i0 < kv.head_dim; i0 += 64) {
+        const int64_t n = std::min<int64_t>(64, kv.head_dim - i0);
+        simd::f32_to_bf16(head + i0, rounded, n);
+        for (int64_t i = 0; i < n; ++i) out[(i0 + i) * bs] = rounded[i];
       }
     }
   }

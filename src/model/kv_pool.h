@@ -1,5 +1,7 @@
-// KvPool: the memory of a paged KV cache — for every layer, K and V pools of
-// [num_blocks, block_size, num_kv_heads, head_dim]. It only stores; which blocks belong to
+// KvPool: the memory of a paged KV cache — for every layer, a K pool of
+// [num_blocks, num_kv_heads, head_dim, block_size] and a V pool of
+// [num_blocks, block_size, num_kv_heads, head_dim] (kernels/attention.h says why K blocks
+// are transposed). It only stores; which blocks belong to
 // which sequence is the engine's bookkeeping (BlockAllocator + per-sequence block tables).
 #pragma once
 
@@ -34,7 +36,7 @@ class KvPool {
   KvPoolOptions options_;
   int64_t num_kv_heads_;
   int64_t head_dim_;
-  std::vector<AlignedBuffer> k_;  // per layer: [num_blocks, block_size, num_kv_heads, head_dim]
+  std::vector<AlignedBuffer> k_;  // per layer: [num_blocks, num_kv_heads, head_dim, block_size]
   std::vector<AlignedBuffer> v_;  // per layer: [num_blocks, block_size, num_kv_heads, head_dim]
 };
 

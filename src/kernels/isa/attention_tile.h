@@ -9,8 +9,9 @@
 
 namespace dspark::kernels {
 
-// Keys per online-softmax step. Tiles start at absolute positions 0, kAttentionTile, ...
-// so the order of operations for a query row is fixed by its num_keys alone.
+// Keys per online-softmax step. A row's tiles start at its first visible position rounded
+// down to kAttentionKeyGroup (0 without a window), then every kAttentionTile positions, so
+// the order of operations for a query row is fixed by its num_keys and window alone.
 inline constexpr int64_t kAttentionTile = 32;
 inline constexpr int64_t kMaxAttentionHeadDim = 256;
 // Query rows (token, head) of one KV head processed together: one vector lane each.
