@@ -93,7 +93,9 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
 
   // Where K column 0 of kv_head starts for the key at `offset` of block `block_id`.
   const int64_t block_elements = kv.num_kv_heads * d * bs;
-  auto k_column = [&](int64_t block_id, int64_t offset) { return k_pool + block_id * block_elements + kv_head * d * bs + offset; };
+  auto k_column = [&](int64_t block_id, int64_t offset) {
+    return k_pool + block_id * block_elements + kv_head * d * bs + offset;
+  };
   // K columns of the 16 keys from position p (a multiple of 16) that are visible, up to hi;
   // `walk` is at p where they are read in place.
   auto key_group = [&](int64_t p, int64_t hi, int64_t g, const SlotWalker& walk) -> const T* {
@@ -139,7 +141,8 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
         for (int64_t i = 0; i < d; i += step) __builtin_prefetch(column + i * bs, 0, 3);
       }
       ++prefetched;
-      const char* v_row = reinterpret_cast<const char*>(static_cast<const T*>(kv.v) + value_index(kv, slot, kv_head, 0));
+      const T* v_row_start = static_cast<const T*>(kv.v) + value_index(kv, slot, kv_head, 0);
+      const char* v_row = reinterpret_cast<const char*>(v_row_start);
       for (int64_t byte = 0; byte < v_row_bytes; byte += 64) __builtin_prefetch(v_row + byte, 0, 3);
     };
     for (int64_t j = 0; j < kPrefetchKeys; ++j) prefetch_next();

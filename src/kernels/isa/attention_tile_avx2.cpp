@@ -160,7 +160,8 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const KeyTile<T>&
     const __m256 m = _mm256_set1_ps(maxima[h]);
     __m256 total = _mm256_setzero_ps();
     for (int64_t j0 = 0; j0 < kTile; j0 += 8) {
-      const __m256 seen = _mm256_castsi256_ps(_mm256_andnot_si256(simd::lanes8(keys.skip - j0), simd::lanes8(count - j0)));
+      const __m256 seen =
+          _mm256_castsi256_ps(_mm256_andnot_si256(simd::lanes8(keys.skip - j0), simd::lanes8(count - j0)));
       const __m256 p = _mm256_and_ps(seen, simd::exp8(_mm256_sub_ps(_mm256_load_ps(probs[h] + j0), m)));
       _mm256_store_ps(probs[h] + j0, p);
       total = _mm256_add_ps(total, p);

@@ -225,7 +225,8 @@ void attend_tile(const float* const* q, int64_t num_rows, const KeyTile<T>& keys
     __m512 total = _mm512_setzero_ps();
     for (int64_t part = 0; part < kTile / 16; ++part) {
       float* ps = probs[h] + 16 * part;
-      const __mmask16 seen = static_cast<__mmask16>(simd::lanes(count - 16 * part) & ~simd::lanes(keys.skip - 16 * part));
+      const __mmask16 seen =
+          static_cast<__mmask16>(simd::lanes(count - 16 * part) & ~simd::lanes(keys.skip - 16 * part));
       const __m512 p = _mm512_maskz_mov_ps(seen, simd::exp(_mm512_sub_ps(_mm512_load_ps(ps), m)));
       _mm512_store_ps(ps, p);
       total = part == 0 ? p : _mm512_add_ps(total, p);
