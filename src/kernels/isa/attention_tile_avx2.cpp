@@ -53,17 +53,24 @@ inline __m256 lane_maxima_of_8x8(const __m256* v) {
 template <typename T, int kRows, int kGroups>
 inline void scores_rows_avx2(const float* const* q, const KeyTile<T>& keys, int64_t head_dim, const int64_t* counts,
                              float scale, float (*probs)[kTile], __m256* row_max) {
-  constexpr int kParts = 2 * kGroups;  // 8-key parts
+  constexpr int kParts = 2 * kGroups;                    // 8-key parts
+  constexpr int kAtOnce = std::min(kParts, 8 / kRows);  // parts per pass: 8 accumulators of 16 ymm
   __m256 dot[kRows][kParts];
-  for (int r = 0; r < kRows; ++r)
-    for (int p = 0; p < kParts; ++p) dot[r][p] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < head_dim; ++i) {
-    __m256 k[kParts];
-    for (int p = 0; p < kParts; ++p) k[p] = load_kv8(keys.groups[p / 2] + i * keys.stride + 8 * (p % 2));
-    for (int r = 0; r < kRows; ++r) {
-      const __m256 qi = _mm256_broadcast_ss(q[r] + i);
-      for (int p = 0; p < kParts; ++p) dot[r][p] = _mm256_fmadd_ps(qi, k[p], dot[r][p]);
+  for (int p0 = 0; p0 < kParts; p0 += kAtOnce) {
+    __m256 chains[kRows][kAtOnce];
+    for (int r = 0; r < kRows; ++r)
+      for (int p = 0; p < kAtOnce; ++p) chains[r][p] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < head_dim; ++i) {
+      __m256 k[kAtOnce];
+      for (int p = 0; p < kAtOnce; ++p)
+        k[p] = load_kv8(keys.groups[(p0 + p) / 2] + i * keys.stride + 8 * ((p0 + p) % 2));
+      for (int r = 0; r < kRows; ++r) {
+        const __m256 qi = _mm256_broadcast_ss(q[r] + i);
+        for (int p = 0; p < kAtOnce; ++p) chains[r][p] = _mm256_fmadd_ps(qi, k[p], chains[r][p]);
+      }
     }
+    for (int r = 0; r < kRows; ++r)
+      for (int p = 0; p < kAtOnce; ++p) dot[r][p0 + p] = chains[r][p];
   }
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const __m256 scale8 = _mm256_set1_ps(scale);
@@ -124,22 +131,26 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const KeyTile<T>&
     row_sum[h] = _mm256_setzero_ps();
   }
   for (int64_t h = 0; h < num_rows; ++h) active[h] = counts[h] > keys.skip ? -1 : 0;
-  // Scores and p·v take active rows two at a time where two follow each other; `count` is
-  // the most keys either sees.
-  auto for_each_group = [&](auto&& run_group) {
+  // Scores take runs of active rows in groups of 4, 2 or 1 (each K vector serving them
+  // all), p·v of 2 or 1 (each V vector serving both); `count` is the most keys any row of a
+  // group sees.
+  auto for_each_group = [&](auto max_rows, auto&& run_group) {
     for (int64_t h = 0; h < num_rows;) {
       if (!active[h]) {
         ++h;
-      } else if (h + 1 < num_rows && active[h + 1]) {
-        run_group(std::integral_constant<int, 2>{}, h, std::max(counts[h], counts[h + 1]));
-        h += 2;
-      } else {
-        run_group(std::integral_constant<int, 1>{}, h, counts[h]);
-        ++h;
+        continue;
       }
+      int64_t run = 1;
+      while (run < decltype(max_rows)::value && h + run < num_rows && active[h + run]) ++run;
+      const int64_t n = run >= 4 ? 4 : run >= 2 ? 2 : 1;
+      const int64_t count = *std::max_element(counts + h, counts + h + n);
+      if (n == 4) run_group(std::integral_constant<int, 4>{}, h, count);
+      else if (n == 2) run_group(std::integral_constant<int, 2>{}, h, count);
+      else run_group(std::integral_constant<int, 1>{}, h, count);
+      h += n;
     }
   };
-  for_each_group([&](auto rows, int64_t h, int64_t count) {
+  for_each_group(std::integral_constant<int, 4>{}, [&](auto rows, int64_t h, int64_t count) {
     constexpr int kRows = decltype(rows)::value;
     if (count > kAttentionKeyGroup)
       scores_rows_avx2<T, kRows, 2>(q + h, keys, head_dim, counts + h, scale, probs + h, row_max + h);
@@ -176,8 +187,10 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const KeyTile<T>&
     _mm256_maskstore_ps(state.max + 8 * g, rows_active, _mm256_load_ps(maxima + 8 * g));
   }
   // p·v: a key a row does not see has p = 0, which leaves its accumulators as they are.
-  for_each_group([&](auto rows, int64_t h, int64_t count) {
-    pv_rows_avx2<T, kChunks, decltype(rows)::value>(probs + h, corrections + h, count, v_rows, acc + h * kChunks * 8);
+  for_each_group(std::integral_constant<int, 2>{}, [&](auto rows, int64_t h, int64_t count) {
+    constexpr int kRows = decltype(rows)::value;
+    if constexpr (kRows <= 2)  // (the grouping never makes more here)
+      pv_rows_avx2<T, kChunks, kRows>(probs + h, corrections + h, count, v_rows, acc + h * kChunks * 8);
   });
 }
 
