@@ -48,8 +48,8 @@ inline __m256 lane_maxima_of_8x8(const __m256* v) {
 // scores_rows with 8-lane vectors: scaled scores of kRows consecutive rows into probs[r]
 // (-inf outside the keys [skip, counts[r]) the row sees) and each row's lane-wise maximum
 // into row_max[r], for the tile's first kGroups groups of 16 keys. One FMA chain per row
-// and 8 keys over the head's elements, keys in the lanes: each K vector serves both rows,
-// and a row's operations are the same whatever kRows.
+// and 8 keys over the head's elements, keys in the lanes: each K vector serves all kRows
+// rows (up to 4), and a row's operations are the same whatever kRows.
 template <typename T, int kRows, int kGroups>
 inline void scores_rows_avx2(const float* const* q, const KeyTile<T>& keys, int64_t head_dim, const int64_t* counts,
                              float scale, float (*probs)[kTile], __m256* row_max) {
