@@ -1,7 +1,7 @@
 # profile_ab.sh A_DSPARK B_DSPARK ROUNDS [DSPARK ARGS...]: `dspark profile --reprofile` of tiny-target, A B B A
 # per round, three configurations (extra arguments, e.g. --context-length 896, go to every run); prints
 # "config binary ms(1) ms(9) ratio" per run.
-A=$1; B=$2; N=${3:-3}; shift 3; EXTRA=("$@")
+A=$1; B=$2; N=${3:-3}; shift $(($# < 3 ? $# : 3)); EXTRA=("$@")
 run() {  # run LABEL BIN ARGS...
   local label=$1 bin=$2; shift 2
   $bin profile --model models/tiny-target --reprofile "$@" "${EXTRA[@]}" 2>&1 |
