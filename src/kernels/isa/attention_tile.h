@@ -14,8 +14,10 @@ namespace dspark::kernels {
 // the order of operations for a query row is fixed by its num_keys and window alone.
 inline constexpr int64_t kAttentionTile = 32;
 inline constexpr int64_t kMaxAttentionHeadDim = 256;
-// Query rows (token, head) of one KV head processed together: one vector lane each.
-inline constexpr int64_t kMaxAttentionRows = 16;
+// Query rows (token, head) of one KV head processed together: one vector lane each in the
+// softmax bookkeeping (two 16-lane vectors, four 8-lane ones). 32 take a 9-token step's 18
+// rows of a KV head (GQA groups of 2) in one walk over the keys.
+inline constexpr int64_t kMaxAttentionRows = 32;
 
 // Running state of the online softmax of a unit's query rows, one lane per row (the tiles
 // update all rows' states a vector at a time).

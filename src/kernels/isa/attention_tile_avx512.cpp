@@ -174,16 +174,17 @@ inline void scores_rows(const float* const* q, const KeyTile<T>& keys, int64_t g
 template <typename T, int kChunks>
 void attend_tile(const float* const* q, int64_t num_rows, const KeyTile<T>& keys, const T* const* v_rows,
                  const int64_t* counts, int64_t head_dim, float scale, RowStates& state, float* acc) {
-  static_assert(kMaxRowsAtOnce == 16, "one lane per row");
+  static_assert(kMaxRowsAtOnce % 16 == 0 && kMaxRowsAtOnce <= 32, "one lane per row, 16 rows to a vector");
+  const int64_t vectors = (num_rows + 15) / 16;  // of row states
   __mmask16 chunk_mask[kChunks];
   for (int c = 0; c < kChunks; ++c) chunk_mask[c] = simd::lanes(head_dim - 16 * c);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   alignas(64) float probs[kMaxRowsAtOnce][kTile];  // [row][key]: scaled scores, then exp(score - new max)
   __m512 row_max[kMaxRowsAtOnce];  // [row]: lane-wise max of the row's 16-key parts of scores
   __m512 row_sum[kMaxRowsAtOnce];  // [row]: lane-wise sum of the row's 16-key parts of p
-  __mmask16 active = 0;            // rows that see keys in this tile
-  for (int64_t h = 0; h < num_rows; ++h) active |= static_cast<__mmask16>((counts[h] > keys.skip ? 1u : 0u) << h);
-  for (int64_t h = 0; h < kMaxRowsAtOnce; ++h) row_max[h] = neg_inf;
+  uint32_t active = 0;             // rows that see keys in this tile
+  for (int64_t h = 0; h < num_rows; ++h) active |= (counts[h] > keys.skip ? 1u : 0u) << h;
+  for (int64_t h = 0; h < 16 * vectors; ++h) row_max[h] = neg_inf;
   // Scores and p·v take runs of active rows in groups of 8, 4, 2 or 1, sharing each K and V
   // load; `count` is the most keys any row of the group sees.
   auto for_each_group = [&](auto&& run_group) {
@@ -207,13 +208,15 @@ void attend_tile(const float* const* q, int64_t num_rows, const KeyTile<T>& keys
     const int64_t groups = count > kAttentionKeyGroup ? 2 : 1;
     scores_rows<T, decltype(rows)::value>(q + h, keys, groups, head_dim, counts + h, scale, probs + h, row_max + h);
   });
-  // Every row's new maximum and correction at once. The first tile's old maximum is -inf:
-  // its correction is (nearly) 0 and multiplies a zero state.
-  const __m512 old_max = _mm512_load_ps(state.max);
-  const __m512 new_max = _mm512_max_ps(old_max, max_lanes_of_16(row_max));
+  // Every row's new maximum and correction, 16 rows at once. The first tile's old maximum is
+  // -inf: its correction is (nearly) 0 and multiplies a zero state.
   alignas(64) float corrections[kMaxRowsAtOnce], maxima[kMaxRowsAtOnce];
-  _mm512_store_ps(corrections, simd::exp(_mm512_sub_ps(old_max, new_max)));
-  _mm512_store_ps(maxima, new_max);
+  for (int64_t v = 0; v < vectors; ++v) {
+    const __m512 old_max = _mm512_load_ps(state.max + 16 * v);
+    const __m512 new_max = _mm512_max_ps(old_max, max_lanes_of_16(row_max + 16 * v));
+    _mm512_store_ps(corrections + 16 * v, simd::exp(_mm512_sub_ps(old_max, new_max)));
+    _mm512_store_ps(maxima + 16 * v, new_max);
+  }
   // p = exp(score - new max), 0 for the keys the row does not see.
   for (int64_t h = 0; h < num_rows; ++h) {
     if (!(active >> h & 1u)) {
@@ -233,10 +236,14 @@ void attend_tile(const float* const* q, int64_t num_rows, const KeyTile<T>& keys
     }
     row_sum[h] = total;
   }
-  for (int64_t h = num_rows; h < kMaxRowsAtOnce; ++h) row_sum[h] = _mm512_setzero_ps();
-  const __m512 sum = _mm512_fmadd_ps(_mm512_load_ps(state.sum), _mm512_load_ps(corrections), sum_lanes_of_16(row_sum));
-  _mm512_mask_store_ps(state.sum, active, sum);
-  _mm512_mask_store_ps(state.max, active, new_max);
+  for (int64_t h = num_rows; h < 16 * vectors; ++h) row_sum[h] = _mm512_setzero_ps();
+  for (int64_t v = 0; v < vectors; ++v) {
+    const __mmask16 rows_active = static_cast<__mmask16>(active >> (16 * v));
+    const __m512 sum = _mm512_fmadd_ps(_mm512_load_ps(state.sum + 16 * v), _mm512_load_ps(corrections + 16 * v),
+                                       sum_lanes_of_16(row_sum + 16 * v));
+    _mm512_mask_store_ps(state.sum + 16 * v, rows_active, sum);
+    _mm512_mask_store_ps(state.max + 16 * v, rows_active, _mm512_load_ps(maxima + 16 * v));
+  }
   // Then p·v.
   for_each_group([&](auto rows, int64_t h, int64_t count) {
     pv_rows<T, kChunks, decltype(rows)::value>(probs + h, corrections + h, count, v_rows, chunk_mask,
