@@ -126,7 +126,8 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const KeyTile<T>&
   __m256 row_sum[kMaxRowsAtOnce];                  // [row]: lane-wise sum of the row's p
   alignas(32) int32_t active[kMaxRowsAtOnce] = {};  // -1: the row sees keys in this tile
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int64_t h = 0; h < kMaxRowsAtOnce; ++h) {
+  const int64_t vectors = (num_rows + 7) / 8;  // of row states, eight rows to a vector
+  for (int64_t h = 0; h < 8 * vectors; ++h) {
     row_max[h] = neg_inf;
     row_sum[h] = _mm256_setzero_ps();
   }
@@ -158,7 +159,7 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const KeyTile<T>&
       scores_rows_avx2<T, kRows, 1>(q + h, keys, head_dim, counts + h, scale, probs + h, row_max + h);
   });
   alignas(32) float corrections[kMaxRowsAtOnce], maxima[kMaxRowsAtOnce];
-  for (int g = 0; g < kMaxRowsAtOnce / 8; ++g) {  // eight rows to a vector
+  for (int64_t g = 0; g < vectors; ++g) {
     const __m256 old_max = _mm256_load_ps(state.max + 8 * g);
     const __m256 new_max = _mm256_max_ps(old_max, lane_maxima_of_8x8(row_max + 8 * g));
     // First tile: the old maximum is -inf and exp8 gives 0, which clears the (zero) state.
@@ -179,7 +180,7 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const KeyTile<T>&
     }
     row_sum[h] = total;
   }
-  for (int g = 0; g < kMaxRowsAtOnce / 8; ++g) {
+  for (int64_t g = 0; g < vectors; ++g) {
     const __m256i rows_active = _mm256_load_si256(reinterpret_cast<const __m256i*>(active + 8 * g));
     const __m256 sum = _mm256_fmadd_ps(_mm256_load_ps(state.sum + 8 * g), _mm256_load_ps(corrections + 8 * g),
                                        lane_sums_of_8x8(row_sum + 8 * g));
