@@ -129,6 +129,9 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
     // of the caches between uses, and the tile's own loads, issued as its arithmetic reaches
     // them, kept too few rows in flight.
     SlotWalker keys(table, bs, first), ahead(table, bs, first);
+    // In place, a group's columns are d runs of 16 keys, block_size elements apart: contiguous
+    // where block_size is 16, so a request every 64 bytes covers them.
+    const int64_t k_line_step = bs == kKeyGroup ? std::max<int64_t>(1, 64 / (kKeyGroup * sizeof(T))) : 1;
     int64_t prefetched = first;  // keys [first, prefetched) requested
     auto prefetch_next = [&] {
       if (prefetched >= rows_last) return;
@@ -136,9 +139,7 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
       const int64_t slot = ahead.next();
       if (in_place && (prefetched == first || prefetched % kKeyGroup == 0)) {
         const T* column = k_column(block_id, offset);
-        // In place, a group's columns are d runs of 16 keys, block_size apart.
-        const int64_t step = bs == kKeyGroup ? std::max<int64_t>(1, 64 / (kKeyGroup * sizeof(T))) : 1;
-        for (int64_t i = 0; i < d; i += step) __builtin_prefetch(column + i * bs, 0, 3);
+        for (int64_t i = 0; i < d; i += k_line_step) __builtin_prefetch(column + i * bs, 0, 3);
       }
       ++prefetched;
       const T* v_row_start = static_cast<const T*>(kv.v) + value_index(kv, slot, kv_head, 0);

@@ -4,7 +4,9 @@
 // kernels/attention.cpp walks the keys and picks the tile at run time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace dspark::kernels {
@@ -50,6 +52,47 @@ template <typename T>
 using AttendTileFn = void (*)(const float* const* q, int64_t num_rows, const KeyTile<T>& keys,
                               const T* const* v_rows, const int64_t* counts, int64_t head_dim, float scale,
                               AttentionRowStates& state, float* acc);
+
+// The row groups both tiles share loads within: runs of consecutive rows that see keys in
+// the tile (is_active(row)), cut into groups of 8, 4, 2 or 1 rows, at most kMaxRows.
+// run_group(std::integral_constant<int, n>{}, first row, count) gets each, count being the
+// most keys any row of the group sees. Only group sizes up to kMaxRows are instantiated.
+template <int kMaxRows, typename IsActive, typename RunGroup>
+inline void for_each_row_group(int64_t num_rows, const int64_t* counts, IsActive is_active, RunGroup&& run_group) {
+  static_assert(kMaxRows == 1 || kMaxRows == 2 || kMaxRows == 4 || kMaxRows == 8, "groups of 8, 4, 2 or 1");
+  for (int64_t h = 0; h < num_rows;) {
+    if (!is_active(h)) {
+      ++h;
+      continue;
+    }
+    int64_t run = 1;
+    while (run < kMaxRows && h + run < num_rows && is_active(h + run)) ++run;
+    auto group = [&](auto rows) {
+      constexpr int n = decltype(rows)::value;
+      run_group(rows, h, *std::max_element(counts + h, counts + h + n));
+      h += n;
+    };
+    if constexpr (kMaxRows >= 8) {
+      if (run >= 8) {
+        group(std::integral_constant<int, 8>{});
+        continue;
+      }
+    }
+    if constexpr (kMaxRows >= 4) {
+      if (run >= 4) {
+        group(std::integral_constant<int, 4>{});
+        continue;
+      }
+    }
+    if constexpr (kMaxRows >= 2) {
+      if (run >= 2) {
+        group(std::integral_constant<int, 2>{});
+        continue;
+      }
+    }
+    group(std::integral_constant<int, 1>{});
+  }
+}
 
 // A tile kernel per KV dtype, for one head_dim.
 struct AttendTiles {

@@ -132,26 +132,10 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const KeyTile<T>&
     row_sum[h] = _mm256_setzero_ps();
   }
   for (int64_t h = 0; h < num_rows; ++h) active[h] = counts[h] > keys.skip ? -1 : 0;
-  // Scores take runs of active rows in groups of 4, 2 or 1 (each K vector serving them
-  // all), p·v of 2 or 1 (each V vector serving both); `count` is the most keys any row of a
-  // group sees.
-  auto for_each_group = [&](auto max_rows, auto&& run_group) {
-    for (int64_t h = 0; h < num_rows;) {
-      if (!active[h]) {
-        ++h;
-        continue;
-      }
-      int64_t run = 1;
-      while (run < decltype(max_rows)::value && h + run < num_rows && active[h + run]) ++run;
-      const int64_t n = run >= 4 ? 4 : run >= 2 ? 2 : 1;
-      const int64_t count = *std::max_element(counts + h, counts + h + n);
-      if (n == 4) run_group(std::integral_constant<int, 4>{}, h, count);
-      else if (n == 2) run_group(std::integral_constant<int, 2>{}, h, count);
-      else run_group(std::integral_constant<int, 1>{}, h, count);
-      h += n;
-    }
-  };
-  for_each_group(std::integral_constant<int, 4>{}, [&](auto rows, int64_t h, int64_t count) {
+  // Scores take groups of up to 4 active rows (each K vector serving them all), p·v of up to
+  // 2 (each V vector serving both).
+  auto is_active = [&](int64_t h) { return active[h] != 0; };
+  for_each_row_group<4>(num_rows, counts, is_active, [&](auto rows, int64_t h, int64_t count) {
     constexpr int kRows = decltype(rows)::value;
     if (count > kAttentionKeyGroup)
       scores_rows_avx2<T, kRows, 2>(q + h, keys, head_dim, counts + h, scale, probs + h, row_max + h);
@@ -188,10 +172,8 @@ void attend_tile_avx2(const float* const* q, int64_t num_rows, const KeyTile<T>&
     _mm256_maskstore_ps(state.max + 8 * g, rows_active, _mm256_load_ps(maxima + 8 * g));
   }
   // p·v: a key a row does not see has p = 0, which leaves its accumulators as they are.
-  for_each_group(std::integral_constant<int, 2>{}, [&](auto rows, int64_t h, int64_t count) {
-    constexpr int kRows = decltype(rows)::value;
-    if constexpr (kRows <= 2)  // (the grouping never makes more here)
-      pv_rows_avx2<T, kChunks, kRows>(probs + h, corrections + h, count, v_rows, acc + h * kChunks * 8);
+  for_each_row_group<2>(num_rows, counts, is_active, [&](auto rows, int64_t h, int64_t count) {
+    pv_rows_avx2<T, kChunks, decltype(rows)::value>(probs + h, corrections + h, count, v_rows, acc + h * kChunks * 8);
   });
 }
 

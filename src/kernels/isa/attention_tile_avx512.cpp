@@ -185,26 +185,9 @@ void attend_tile(const float* const* q, int64_t num_rows, const KeyTile<T>& keys
   uint32_t active = 0;             // rows that see keys in this tile
   for (int64_t h = 0; h < num_rows; ++h) active |= (counts[h] > keys.skip ? 1u : 0u) << h;
   for (int64_t h = 0; h < 16 * vectors; ++h) row_max[h] = neg_inf;
-  // Scores and p·v take runs of active rows in groups of 8, 4, 2 or 1, sharing each K and V
-  // load; `count` is the most keys any row of the group sees.
-  auto for_each_group = [&](auto&& run_group) {
-    for (int64_t h = 0; h < num_rows;) {
-      if (!(active >> h & 1u)) {
-        ++h;
-        continue;
-      }
-      int64_t run = 1;
-      while (run < kMaxGroupRows && h + run < num_rows && (active >> (h + run) & 1u)) ++run;
-      const int64_t n = run >= 8 ? 8 : run >= 4 ? 4 : run >= 2 ? 2 : 1;
-      const int64_t count = *std::max_element(counts + h, counts + h + n);
-      if (n == 8) run_group(std::integral_constant<int, 8>{}, h, count);
-      else if (n == 4) run_group(std::integral_constant<int, 4>{}, h, count);
-      else if (n == 2) run_group(std::integral_constant<int, 2>{}, h, count);
-      else run_group(std::integral_constant<int, 1>{}, h, count);
-      h += n;
-    }
-  };
-  for_each_group([&](auto rows, int64_t h, int64_t count) {
+  // Scores and p·v take groups of up to 8 active rows, sharing each K and V load.
+  auto is_active = [&](int64_t h) { return (active >> h & 1u) != 0; };
+  for_each_row_group<kMaxGroupRows>(num_rows, counts, is_active, [&](auto rows, int64_t h, int64_t count) {
     const int64_t groups = count > kAttentionKeyGroup ? 2 : 1;
     scores_rows<T, decltype(rows)::value>(q + h, keys, groups, head_dim, counts + h, scale, probs + h, row_max + h);
   });
@@ -245,7 +228,7 @@ void attend_tile(const float* const* q, int64_t num_rows, const KeyTile<T>& keys
     _mm512_mask_store_ps(state.max + 16 * v, rows_active, _mm512_load_ps(maxima + 16 * v));
   }
   // Then p·v.
-  for_each_group([&](auto rows, int64_t h, int64_t count) {
+  for_each_row_group<kMaxGroupRows>(num_rows, counts, is_active, [&](auto rows, int64_t h, int64_t count) {
     pv_rows<T, kChunks, decltype(rows)::value>(probs + h, corrections + h, count, v_rows, chunk_mask,
                                                acc + h * kChunks * 16);
   });
