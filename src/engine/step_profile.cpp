@@ -158,8 +158,10 @@ std::string step_profile_key(const std::filesystem::path& model_dir, const Trans
   // v11: packed weights and KV pools in 2 MB pages: v10 tables put steps 4-17% too slow,
   // one-token steps most, under the stale check.
   // v12: transposed K blocks: v11 tables put 9-token steps 5-10% too slow, under the stale check.
+  // v13: weight prefetches at a fixed count per k-pair: v12 tables put fma512 9-token steps about
+  // 4% too slow, under the stale check.
   std::ostringstream key;
-  key << "v12|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
+  key << "v13|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
       << quantization_name(model.options().quantization) << '|' << model.matmul_kernel() << '|' << num_threads() << '|'
       << cpu_model_name() << '|' << o.max_tokens << '|' << o.context_length << '|' << o.tokens_per_sequence << '|'
       << dtype_name(o.kv_dtype);
