@@ -159,7 +159,7 @@ std::string step_profile_key(const std::filesystem::path& model_dir, const Trans
   // one-token steps most, under the stale check.
   // v12: transposed K blocks: v11 tables put 9-token steps 5-10% too slow, under the stale check.
   // v13: weight prefetches at a fixed count per k-pair: v12 tables put fma512 9-token steps about
-  // 4% too slow, under the stale check.
+  // 3% too slow, under the stale check.
   std::ostringstream key;
   key << "v13|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
       << quantization_name(model.options().quantization) << '|' << model.matmul_kernel() << '|' << num_threads() << '|'
