@@ -92,9 +92,8 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
   kernels::AttentionRowStates state;
 
   // Where K column 0 of kv_head starts for the key at `offset` of block `block_id`.
-  const int64_t block_elements = kv.num_kv_heads * d * bs;
   auto k_column = [&](int64_t block_id, int64_t offset) {
-    return k_pool + block_id * block_elements + kv_head * d * bs + offset;
+    return k_pool + key_index_in_block(kv, block_id, offset, kv_head, 0);
   };
   // K columns of the 16 keys from position p (a multiple of 16) that are visible, up to hi;
   // `walk` is at p where they are read in place.
@@ -103,7 +102,7 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
     if (in_place) return k_column(walk.block_id(), walk.offset);
     std::fill_n(copied[g], d * kKeyGroup, T{});
     for (int64_t j = std::max(p, first); j < std::min(p + kKeyGroup, hi); ++j) {
-      const T* column = k_pool + key_index(kv, int64_t{table[j / bs]} * bs + j % bs, kv_head, 0);
+      const T* column = k_column(table[j / bs], j % bs);
       for (int64_t i = 0; i < d; ++i) copied[g][i * kKeyGroup + j - p] = column[i * bs];
     }
     return copied[g];

@@ -40,10 +40,14 @@ struct KvLayerView {
   int64_t head_dim = 0;
 };
 
-// Index of element i of KV head `head` at `slot` in the K pool (the layout above).
+// Index of element i of KV head `head` at `offset` of block `block_id` in the K pool (the
+// layout above; walks over a block table know both without dividing).
+inline int64_t key_index_in_block(const KvLayerView& kv, int64_t block_id, int64_t offset, int64_t head, int64_t i) {
+  return ((block_id * kv.num_kv_heads + head) * kv.head_dim + i) * kv.block_size + offset;
+}
+// The same for the element at `slot`.
 inline int64_t key_index(const KvLayerView& kv, int64_t slot, int64_t head, int64_t i) {
-  const int64_t block = slot / kv.block_size, offset = slot % kv.block_size;
-  return ((block * kv.num_kv_heads + head) * kv.head_dim + i) * kv.block_size + offset;
+  return key_index_in_block(kv, slot / kv.block_size, slot % kv.block_size, head, i);
 }
 // Index of element i of KV head `head` at `slot` in the V pool.
 inline int64_t value_index(const KvLayerView& kv, int64_t slot, int64_t head, int64_t i) {

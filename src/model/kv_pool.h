@@ -1,8 +1,8 @@
 // KvPool: the memory of a paged KV cache — for every layer, a K pool of
 // [num_blocks, num_kv_heads, head_dim, block_size] and a V pool of
 // [num_blocks, block_size, num_kv_heads, head_dim] (kernels/attention.h says why K blocks
-// are transposed). It only stores; which blocks belong to
-// which sequence is the engine's bookkeeping (BlockAllocator + per-sequence block tables).
+// are transposed). It only stores; which blocks belong to which sequence is the engine's
+// bookkeeping (BlockAllocator + per-sequence block tables).
 #pragma once
 
 #include <cstdint>
