@@ -108,6 +108,21 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
     return copied[g];
   };
 
+  // V row of kv_head at position p, and at the position a walker is at. In place, a group's
+  // 16 positions are consecutive offsets of one block: their rows are v_stride apart.
+  const T* v_pool = static_cast<const T*>(kv.v);
+  const int64_t v_stride = kv.num_kv_heads * d;  // elements from one position's V row to the next
+  auto v_row = [&](int64_t p) {
+    return v_pool + value_index(kv, int64_t{table[p / bs]} * bs + p % bs, kv_head, 0);
+  };
+  auto walker_v_row = [&](const SlotWalker& walk) {
+    return v_pool + value_index(kv, walk.block_id() * bs + walk.offset, kv_head, 0);
+  };
+  const T* first_v = v_row(first);
+  // In place, a group's columns are d runs of 16 keys, block_size elements apart: contiguous
+  // where block_size is 16, so a request every 64 bytes covers them.
+  const int64_t k_line_step = bs == kKeyGroup ? std::max<int64_t>(1, 64 / (kKeyGroup * sizeof(T))) : 1;
+
   // Rows in order (token, head); a token with more heads per KV head than fit takes turns.
   const int64_t total_rows = num_tokens * group;
   for (int64_t row0 = 0; row0 < total_rows; row0 += kMaxRowsAtOnce) {
@@ -123,49 +138,52 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
       state.sum[i] = 0.0f;
     }
     std::memset(acc, 0, sizeof(float) * static_cast<size_t>(rows * acc_stride));
-    // A second walker kPrefetchKeys keys ahead of the tiles requests those keys' V rows, and
-    // each 16-key group's K columns as it enters one: a step's weights push every KV row out
-    // of the caches between uses, and the tile's own loads, issued as its arithmetic reaches
-    // them, kept too few rows in flight.
-    SlotWalker keys(table, bs, first), ahead(table, bs, first);
-    // In place, a group's columns are d runs of 16 keys, block_size elements apart: contiguous
-    // where block_size is 16, so a request every 64 bytes covers them.
-    const int64_t k_line_step = bs == kKeyGroup ? std::max<int64_t>(1, 64 / (kKeyGroup * sizeof(T))) : 1;
-    int64_t prefetched = first;  // keys [first, prefetched) requested
-    auto prefetch_next = [&] {
-      if (prefetched >= rows_last) return;
-      const int64_t block_id = ahead.block_id(), offset = ahead.offset;
-      const int64_t slot = ahead.next();
-      if (in_place && (prefetched == first || prefetched % kKeyGroup == 0)) {
-        const T* column = k_column(block_id, offset);
-        for (int64_t i = 0; i < d; i += k_line_step) __builtin_prefetch(column + i * bs, 0, 3);
+    // Requests run kPrefetchKeys keys ahead of the tiles being gathered: each 16-key group's
+    // K columns (in place) and its visible keys' V rows. A step's weights push every KV row
+    // out of the caches between uses, and the tile's own loads, issued as its arithmetic
+    // reaches them, kept too few rows in flight. Requests and V row pointers are made a group
+    // at a time: in place, a group's keys lie in one block, so they follow from its block and
+    // offset (walking the block table key by key cost 12-14% of a one-token call whose KV is
+    // in cache).
+    SlotWalker ahead(table, bs, start), gathered(table, bs, start);  // at group starts
+    int64_t requested = start;  // groups [start, requested) requested
+    auto request_until = [&](int64_t until) {
+      for (; requested < std::min(until, rows_last); requested += kKeyGroup, ahead.advance(kKeyGroup)) {
+        if (in_place) {
+          const T* column = k_column(ahead.block_id(), ahead.offset);
+          for (int64_t i = 0; i < d; i += k_line_step) __builtin_prefetch(column + i * bs, 0, 3);
+        }
+        const T* group_v = in_place ? walker_v_row(ahead) : nullptr;
+        for (int64_t j = std::max(requested, first); j < std::min(requested + kKeyGroup, rows_last); ++j) {
+          const T* row = in_place ? group_v + (j - requested) * v_stride : v_row(j);
+          for (int64_t byte = 0; byte < v_row_bytes; byte += 64)
+            __builtin_prefetch(reinterpret_cast<const char*>(row) + byte, 0, 3);
+        }
       }
-      ++prefetched;
-      const T* v_row_start = static_cast<const T*>(kv.v) + value_index(kv, slot, kv_head, 0);
-      const char* v_row = reinterpret_cast<const char*>(v_row_start);
-      for (int64_t byte = 0; byte < v_row_bytes; byte += 64) __builtin_prefetch(v_row + byte, 0, 3);
     };
-    for (int64_t j = 0; j < kPrefetchKeys; ++j) prefetch_next();
     // Each tile's V row pointers are gathered while the previous tile is still to compute
     // (gathering each just before its tile measured slower, up to 20% in 6 of 8 pairs of
     // bf16 one-token steps at 896 positions). Keys before `first` get first's row: no row
     // sees them (p = 0), and their blocks may be freed.
-    const T* first_v = nullptr;
     auto gather = [&](int64_t j0, const T** vs) {
-      const int64_t count = std::min(kTile, rows_last - j0);
-      for (int64_t j = 0; j < count; ++j) {
-        if (j0 + j < first) continue;
-        vs[j] = static_cast<const T*>(kv.v) + value_index(kv, keys.next(), kv_head, 0);
-        if (!first_v) first_v = vs[j];
-        prefetch_next();
+      for (int64_t p = j0; p < std::min(j0 + kTile, rows_last); p += kKeyGroup, gathered.advance(kKeyGroup)) {
+        const int64_t lo = std::max(p, first), hi = std::min(p + kKeyGroup, rows_last);
+        for (int64_t j = p; j < lo; ++j) vs[j - j0] = first_v;
+        if (!in_place) {
+          for (int64_t j = lo; j < hi; ++j) vs[j - j0] = v_row(j);
+          continue;
+        }
+        const T* group_v = walker_v_row(gathered);
+        for (int64_t j = lo; j < hi; ++j) vs[j - j0] = group_v + (j - p) * v_stride;
       }
-      for (int64_t j = 0; j < std::min(count, first - j0); ++j) vs[j] = first_v;
     };
     int cur = 0;
+    request_until(start + kTile + kPrefetchKeys);
     gather(start, v_rows[0]);
     SlotWalker groups(table, bs, start);  // at each tile's first group (read in place only)
     for (int64_t j0 = start; j0 < rows_last; j0 += kTile) {
       if (j0 + kTile < rows_last) gather(j0 + kTile, v_rows[cur ^ 1]);
+      request_until(j0 + 2 * kTile + kPrefetchKeys);
       kernels::KeyTile<T> tile;
       tile.groups[0] = key_group(j0, rows_last, 0, groups);
       groups.advance(kKeyGroup);
