@@ -143,7 +143,7 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
     // out of the caches between uses, and the tile's own loads, issued as its arithmetic
     // reaches them, kept too few rows in flight. Requests and V row pointers are made a group
     // at a time: in place, a group's keys lie in one block, so they follow from its block and
-    // offset (walking the block table key by key cost 12-14% of a one-token call whose KV is
+    // offset (walking the block table key by key cost 11-18% of a one-token call whose KV is
     // in cache).
     SlotWalker ahead(table, bs, start), gathered(table, bs, start);  // at group starts
     int64_t requested = start;  // groups [start, requested) requested
