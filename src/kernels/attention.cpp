@@ -41,24 +41,17 @@ int64_t first_key(const PagedAttentionArgs& args, int64_t t) {
   return args.window > 0 ? std::max<int64_t>(0, args.num_keys[t] - args.window) : 0;
 }
 
-// Slots of a sequence's positions in order, from a first position: the block table walked
-// incrementally (a division per key costs more than the key).
+// A position of a sequence as block and offset, moved forward over the block table
+// incrementally (a division per step costs more than a key).
 struct SlotWalker {
   SlotWalker(const int32_t* table, int64_t block_size, int64_t first)
       : table(table), block_size(block_size), block(first / block_size), offset(first % block_size) {}
-  int64_t next() {
-    const int64_t slot = int64_t{table[block]} * block_size + offset;
-    if (++offset == block_size) {
-      offset = 0;
-      ++block;
-    }
-    return slot;
-  }
   void advance(int64_t n) {
     offset += n;
     for (; offset >= block_size; offset -= block_size) ++block;
   }
   int64_t block_id() const { return table[block]; }
+  int64_t slot() const { return block_id() * block_size + offset; }
   const int32_t* table;
   int64_t block_size, block, offset;
 };
@@ -108,17 +101,25 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
     return copied[g];
   };
 
-  // V row of kv_head at position p, and at the position a walker is at. In place, a group's
-  // 16 positions are consecutive offsets of one block: their rows are v_stride apart.
+  // V row of kv_head at position p.
   const T* v_pool = static_cast<const T*>(kv.v);
-  const int64_t v_stride = kv.num_kv_heads * d;  // elements from one position's V row to the next
   auto v_row = [&](int64_t p) {
     return v_pool + value_index(kv, int64_t{table[p / bs]} * bs + p % bs, kv_head, 0);
   };
-  auto walker_v_row = [&](const SlotWalker& walk) {
-    return v_pool + value_index(kv, walk.block_id() * bs + walk.offset, kv_head, 0);
-  };
   const T* first_v = v_row(first);
+  // Calls use(j, V row of key j) for the keys [lo, hi) of the 16-key group from position p,
+  // `walk` being at p. In place the group's positions are consecutive offsets of one block, so
+  // their rows are v_stride apart from the first (one table lookup a group); otherwise each
+  // key's slot is looked up on its own.
+  const int64_t v_stride = kv.num_kv_heads * d;  // elements from one position's V row to the next
+  auto for_each_v_row = [&](const SlotWalker& walk, int64_t p, int64_t lo, int64_t hi, auto&& use) {
+    if (!in_place) {
+      for (int64_t j = lo; j < hi; ++j) use(j, v_row(j));
+      return;
+    }
+    const T* group_v = v_pool + value_index(kv, walk.slot(), kv_head, 0);
+    for (int64_t j = lo; j < hi; ++j) use(j, group_v + (j - p) * v_stride);
+  };
   // In place, a group's columns are d runs of 16 keys, block_size elements apart: contiguous
   // where block_size is 16, so a request every 64 bytes covers them.
   const int64_t k_line_step = bs == kKeyGroup ? std::max<int64_t>(1, 64 / (kKeyGroup * sizeof(T))) : 1;
@@ -153,12 +154,11 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
           const T* column = k_column(ahead.block_id(), ahead.offset);
           for (int64_t i = 0; i < d; i += k_line_step) __builtin_prefetch(column + i * bs, 0, 3);
         }
-        const T* group_v = in_place ? walker_v_row(ahead) : nullptr;
-        for (int64_t j = std::max(requested, first); j < std::min(requested + kKeyGroup, rows_last); ++j) {
-          const T* row = in_place ? group_v + (j - requested) * v_stride : v_row(j);
+        const int64_t lo = std::max(requested, first), hi = std::min(requested + kKeyGroup, rows_last);
+        for_each_v_row(ahead, requested, lo, hi, [&](int64_t, const T* row) {
           for (int64_t byte = 0; byte < v_row_bytes; byte += 64)
             __builtin_prefetch(reinterpret_cast<const char*>(row) + byte, 0, 3);
-        }
+        });
       }
     };
     // Each tile's V row pointers are gathered while the previous tile is still to compute
@@ -169,12 +169,7 @@ void attend_unit_tiled(const PagedAttentionArgs& args, const KvLayerView& kv, in
       for (int64_t p = j0; p < std::min(j0 + kTile, rows_last); p += kKeyGroup, gathered.advance(kKeyGroup)) {
         const int64_t lo = std::max(p, first), hi = std::min(p + kKeyGroup, rows_last);
         for (int64_t j = p; j < lo; ++j) vs[j - j0] = first_v;
-        if (!in_place) {
-          for (int64_t j = lo; j < hi; ++j) vs[j - j0] = v_row(j);
-          continue;
-        }
-        const T* group_v = walker_v_row(gathered);
-        for (int64_t j = lo; j < hi; ++j) vs[j - j0] = group_v + (j - p) * v_stride;
+        for_each_v_row(gathered, p, lo, hi, [&](int64_t j, const T* row) { vs[j - j0] = row; });
       }
     };
     int cur = 0;
