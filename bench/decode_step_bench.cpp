@@ -99,6 +99,7 @@ const Path kPaths[] = {
     {"int8 avx2", DType::kBF16, Isa::kAvx2, WeightQuantization::kInt8},
     {"int8 avxvnni", DType::kBF16, Isa::kAvxVnni, WeightQuantization::kInt8},
     {"int8 amx", DType::kBF16, Isa::kAmx, WeightQuantization::kInt8},
+    {"bf16 avx512fp16", DType::kBF16, Isa::kAvx512Fp16, WeightQuantization::kNone},
 };
 
 // history: kHistory or kLongHistory (one cached fixture each).
@@ -139,6 +140,8 @@ BENCHMARK(BM_Step)
     ->Args({3, 64})
     ->Args({7, 1})
     ->Args({7, 9})
+    ->Args({8, 1})
+    ->Args({8, 9})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0)
     ->ComputeStatistics("min", min_of);
@@ -175,7 +178,7 @@ void BM_VerifyOverDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_VerifyOverDecode)
     ->ArgNames({"path", "history"})
-    ->ArgsProduct({benchmark::CreateDenseRange(0, 7, 1), {kHistory}})
+    ->ArgsProduct({benchmark::CreateDenseRange(0, 8, 1), {kHistory}})
     ->Args({0, kLongHistory})
     ->Args({3, kLongHistory})
     ->Iterations(300)

@@ -41,8 +41,9 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
 // 0: Linear kAuto bf16 (the kernel best_bf16_kernel() picks), 1-4: the packed bf16 kernels
 // fma256, fma512, dpbf16, amx, 5: int8 weights (best_int8_kernel()), 6: Linear kOneDnn bf16 (capped at
 // AVX-512 BF16), 7: Linear kOneDnn f32, 8: Linear kPackedF32 (f32 weights, what f32 models
-// use). Kinds the CPU lacks (or where oneDNN would not be batch invariant) are skipped.
-enum class Kind { kPackedBest, kFma256, kFma512, kDpbf16, kAmx, kInt8, kOneDnnBf16, kOneDnnF32, kPackedF32 };
+// use), 9: the packed bf16 kernel fp16. Kinds the CPU lacks (or where oneDNN would not be batch
+// invariant) are skipped.
+enum class Kind { kPackedBest, kFma256, kFma512, kDpbf16, kAmx, kInt8, kOneDnnBf16, kOneDnnF32, kPackedF32, kFp16 };
 
 Bf16Kernel bf16_kernel_of(Kind kind) {
   switch (kind) {
@@ -50,6 +51,7 @@ Bf16Kernel bf16_kernel_of(Kind kind) {
     case Kind::kFma512: return Bf16Kernel::kFma512;
     case Kind::kDpbf16: return Bf16Kernel::kDpbf16;
     case Kind::kAmx: return Bf16Kernel::kAmx;
+    case Kind::kFp16: return Bf16Kernel::kFp16;
     default: return Bf16Kernel::kBest;
   }
 }
@@ -152,7 +154,7 @@ BENCHMARK(BM_ReadBandwidth)->ArgName("MB")->Arg(1)->Arg(32)->UseRealTime()->Comp
 void linear_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"kind", "out", "in", "M", "stream"});
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{512, 512}, {1536, 512}, {3072, 512}, {512, 1536}, {8192, 512}};
-  for (int64_t kind : {0, 1, 2, 3, 4, 5, 6, 7, 8})
+  for (int64_t kind : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
     for (auto [out, in] : shapes) {
       for (int64_t m : {1, 9, 64}) b->Args({kind, out, in, m, 0});
       b->Args({kind, out, in, 1, 1});
@@ -167,7 +169,7 @@ BENCHMARK(BM_Linear)->Apply(linear_args)->MinTime(0.2)->UseRealTime()->ComputeSt
 // thread count).
 void small_m_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"kind", "out", "in", "M", "stream"});
-  for (int64_t kind : {1, 2, 3, 5, 8})
+  for (int64_t kind : {1, 2, 3, 5, 8, 9})
     for (int64_t stream : {0, 1})
       for (int64_t m = 1; m <= 16; ++m) b->Args({kind, 3072, 512, m, stream});
   for (int64_t m = 1; m <= 10; ++m) b->Args({1, 512, 256, m, 0});

@@ -39,8 +39,9 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
       ->check(CLI::IsMember({"auto", "bf16", "f32", "bfloat16", "float32"}))
       ->capture_default_str();
   cmd->add_option("--isa", a.isa,
-                  "Kernel ISA: auto, avx2, avxvnni, avx512, avx512bf16, vnni or amx (a cap; DSPARK_ISA when auto)")
-      ->check(CLI::IsMember({"auto", "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "amx"}))
+                  "Kernel ISA: auto, avx2, avxvnni, avx512, avx512bf16, vnni, avx512fp16 or amx "
+                  "(a cap; DSPARK_ISA when auto)")
+      ->check(CLI::IsMember({"auto", "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "avx512fp16", "amx"}))
       ->capture_default_str();
   cmd->add_option("--quantization", a.quantization,
                   "Matmul weights: auto (the model config's \"quantization\", else none), none or int8 (quantized "

@@ -16,7 +16,7 @@ namespace {
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false, avx_vnni = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
-  bool avx512bf16 = false, avx512vnni = false;
+  bool avx512bf16 = false, avx512vnni = false, avx512fp16 = false;
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
   bool os_ymm = false, os_zmm = false, os_amx = false;  // XCR0 state saved by the OS
 };
@@ -47,6 +47,7 @@ CpuFeatures detect() {
     f.avx512bw = (b >> 30) & 1;
     f.avx512vl = (b >> 31) & 1;
     f.avx512vnni = (c >> 11) & 1;
+    f.avx512fp16 = (d >> 23) & 1;
     f.amx_bf16 = (d >> 22) & 1;
     f.amx_tile = (d >> 24) & 1;
     f.amx_int8 = (d >> 25) & 1;
@@ -93,6 +94,7 @@ std::string missing_for(Isa isa) {
   need(f.os_zmm, "OS support for AVX-512 state");
   if (isa == Isa::kAvx512Bf16) need(f.avx512bf16, "AVX512_BF16");
   if (isa == Isa::kVnni) need(f.avx512vnni, "AVX512_VNNI");
+  if (isa == Isa::kAvx512Fp16) need(f.avx512fp16, "AVX512_FP16");
   if (isa == Isa::kAmx) {
     need(f.avx512vnni, "AVX512_VNNI");  // the int8 AMX kernel leaves small products to vnni512
     need(f.amx_tile && f.amx_bf16 && f.amx_int8, "AMX-TILE/AMX-BF16/AMX-INT8");
@@ -102,7 +104,8 @@ std::string missing_for(Isa isa) {
   return missing;
 }
 
-constexpr std::array kAllIsas = {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kVnni, Isa::kAmx};
+constexpr std::array kAllIsas = {Isa::kAvx2,       Isa::kAvxVnni,    Isa::kAvx512, Isa::kAvx512Bf16,
+                                 Isa::kVnni,       Isa::kAvx512Fp16, Isa::kAmx};
 static_assert(kAllIsas.size() == kNumIsas);
 
 Isa initial_isa() {
@@ -129,6 +132,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kVnni: return "vnni";
+    case Isa::kAvx512Fp16: return "avx512fp16";
     case Isa::kAmx: return "amx";
   }
   return "?";
@@ -167,7 +171,7 @@ Isa parse_isa(std::string_view name) {
                  isa_name(best_isa()));
     return isa;
   }
-  DSPARK_FAIL("unknown ISA '{}' (expected auto, avx2, avxvnni, avx512, avx512bf16, vnni or amx)", name);
+  DSPARK_FAIL("unknown ISA '{}' (expected auto, avx2, avxvnni, avx512, avx512bf16, vnni, avx512fp16 or amx)", name);
 }
 
 Isa active_isa() {
@@ -206,6 +210,7 @@ std::string cpu_feature_list() {
   add(f.avx512dq, "avx512dq");
   add(f.avx512bf16, "avx512_bf16");
   add(f.avx512vnni, "avx512_vnni");
+  add(f.avx512fp16, "avx512_fp16");
   add(f.amx_tile, "amx-tile");
   add(f.amx_bf16, "amx-bf16");
   add(f.amx_int8, "amx-int8");

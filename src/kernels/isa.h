@@ -14,6 +14,7 @@
 //   avx512      AVX-512 F/BW/VL/DQ with the OS saving zmm state (512-bit FMA kernels)
 //   avx512bf16  + AVX512_BF16 (vdpbf16ps)
 //   vnni        + AVX512_VNNI (vpdpbusd, int8 weights)
+//   avx512fp16  + AVX512_FP16 (vfmadd231ph for bf16 weights, PackedBf16Gemm's kFp16)
 //   amx         AMX tiles for bf16 and int8, granted by the kernel (arch_prctl)
 #pragma once
 
@@ -24,10 +25,11 @@
 
 namespace dspark {
 
-enum class Isa : uint8_t { kAvx2, kAvxVnni, kAvx512, kAvx512Bf16, kVnni, kAmx };
-inline constexpr size_t kNumIsas = 6;  // the levels above, for tables indexed by Isa
+enum class Isa : uint8_t { kAvx2, kAvxVnni, kAvx512, kAvx512Bf16, kVnni, kAvx512Fp16, kAmx };
+inline constexpr size_t kNumIsas = 7;  // the levels above, for tables indexed by Isa
 
-std::string_view isa_name(Isa isa);  // "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "amx"
+// "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "avx512fp16", "amx"
+std::string_view isa_name(Isa isa);
 
 // True when this CPU and OS can run kernels of `isa`.
 bool isa_supported(Isa isa);

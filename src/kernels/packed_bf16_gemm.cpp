@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <vector>
 
@@ -18,6 +19,21 @@ using kernels::kBf16Chunk;
 using kernels::kBf16Group;
 
 bool uses_bf16_input(Bf16Kernel k) { return k == Bf16Kernel::kDpbf16 || k == Bf16Kernel::kAmx; }
+
+// The kFp16 kernel's exponent of each output (kernels/isa/bf16_kernels.h): its largest |bf16
+// weight| x 2^-exponent lies in [1, 2) (0 for a row of zeros), so every weight fits fp16.
+std::shared_ptr<const AlignedBuffer> fp16_out_exponents(const float* weight, int64_t out, int64_t in,
+                                                        int64_t padded_out) {
+  auto exponents = std::make_shared<AlignedBuffer>(static_cast<size_t>(padded_out) * sizeof(float));
+  float* e = exponents->as<float>();  // zero-initialised
+  for (int64_t n = 0; n < out; ++n) {
+    float largest = 0.0f;
+    for (int64_t k = 0; k < in; ++k) largest = std::max(largest, std::fabs(round_to_bf16(weight[n * in + k])));
+    DSPARK_CHECK(std::isfinite(largest), "PackedBf16Gemm: output {} has a weight that is not finite", n);
+    e[n] = largest > 0.0f ? std::floor(std::log2(largest)) : 0.0f;
+  }
+  return exponents;
+}
 
 // Seconds per multiply of a [1536, 512] matrix at 8 rows (best of a few repeats).
 double time_kernel(Bf16Kernel kernel) {
@@ -40,7 +56,8 @@ double time_kernel(Bf16Kernel kernel) {
 Bf16Kernel measure_best() {
   if (isa_allowed(Isa::kAmx)) return Bf16Kernel::kAmx;
   std::vector<Bf16Kernel> candidates;
-  for (Bf16Kernel k : {Bf16Kernel::kDpbf16, Bf16Kernel::kFma512, Bf16Kernel::kFma256})
+  // Most preferred first: kFp16 last, so it is kept only when clearly the fastest.
+  for (Bf16Kernel k : {Bf16Kernel::kDpbf16, Bf16Kernel::kFma512, Bf16Kernel::kFma256, Bf16Kernel::kFp16})
     if (isa_allowed(bf16_kernel_isa(k))) candidates.push_back(k);
   DSPARK_CHECK(!candidates.empty(), "no bf16 matmul kernel is allowed under ISA {}", isa_name(active_isa()));
   // Among the allowed kernels, a wider one must be clearly slower to lose (10%), so noise
@@ -66,6 +83,7 @@ std::string_view bf16_kernel_name(Bf16Kernel kernel) {
     case Bf16Kernel::kFma512: return "fma512";
     case Bf16Kernel::kDpbf16: return "dpbf16";
     case Bf16Kernel::kAmx: return "amx";
+    case Bf16Kernel::kFp16: return "fp16";
   }
   return "?";
 }
@@ -75,6 +93,7 @@ Isa bf16_kernel_isa(Bf16Kernel kernel) {
     case Bf16Kernel::kFma512: return Isa::kAvx512;
     case Bf16Kernel::kDpbf16: return Isa::kAvx512Bf16;
     case Bf16Kernel::kAmx: return Isa::kAmx;
+    case Bf16Kernel::kFp16: return Isa::kAvx512Fp16;
     default: return Isa::kAvx2;
   }
 }
@@ -99,10 +118,20 @@ PackedBf16Gemm::PackedBf16Gemm(const float* weight, int64_t out_features, int64_
   kernels::check_packed_args("PackedBf16Gemm", out_, in_, bias, max_rows_);
   DSPARK_CHECK(isa_allowed(bf16_kernel_isa(kernel_)), "PackedBf16Gemm: kernel {} needs ISA {} (active: {})",
                bf16_kernel_name(kernel_), isa_name(bf16_kernel_isa(kernel_)), isa_name(active_isa()));
-  // A k-pair's two weights of an output side by side: a vdpbf16ps / AMX operand.
-  packed_ = kernels::pack_tiles<uint16_t>(
-      weight, out_, in_, [](float w) { return float_to_bf16(w); },
-      [](int64_t lane, int64_t e) { return lane * 2 + e; });
+  // A k-pair's two weights of an output side by side: a vdpbf16ps / AMX / vfmadd231ph operand.
+  const auto slot = [](int64_t lane, int64_t e) { return lane * 2 + e; };
+  if (kernel_ == Bf16Kernel::kFp16) {
+    out_exponent_ = fp16_out_exponents(weight, out_, in_, num_groups_ * kBf16Group);
+    const float* exponent = out_exponent_->as<float>();
+    packed_ = kernels::pack_tiles<uint16_t>(
+        weight, out_, in_,
+        [exponent](float w, int64_t n) {
+          return float_to_f16(std::ldexp(round_to_bf16(w), -static_cast<int>(exponent[n])));
+        },
+        slot);
+  } else {
+    packed_ = kernels::pack_tiles<uint16_t>(weight, out_, in_, [](float w, int64_t) { return float_to_bf16(w); }, slot);
+  }
   bias_ = kernels::padded_bias(bias, num_groups_ * kBf16Group);
   allocate_scratch();
 }
@@ -115,12 +144,18 @@ PackedBf16Gemm::PackedBf16Gemm(const PackedBf16Gemm& source, int64_t max_rows)
       max_rows_(max_rows),
       kernel_(source.kernel_),
       packed_(source.packed_),
-      bias_(source.bias_) {
+      bias_(source.bias_),
+      out_exponent_(source.out_exponent_) {
   DSPARK_CHECK(max_rows_ >= 1, "PackedBf16Gemm: max_rows must be >= 1, got {}", max_rows_);
   allocate_scratch();
 }
 
 void PackedBf16Gemm::allocate_scratch() {
+  if (kernel_ == Bf16Kernel::kFp16) {
+    row_exponent_offset_ = (static_cast<size_t>(max_rows_ * padded_in_) * sizeof(uint16_t) + 63) / 64 * 64;
+    scratch_ = AlignedBuffer(row_exponent_offset_ + static_cast<size_t>(max_rows_) * sizeof(float));
+    return;
+  }
   const int64_t scratch_rows = uses_bf16_input(kernel_) ? (max_rows_ + 31) / 32 * 32 : max_rows_;
   scratch_ = AlignedBuffer(static_cast<size_t>(scratch_rows * padded_in_) *
                            (uses_bf16_input(kernel_) ? sizeof(uint16_t) : sizeof(float)));
@@ -129,12 +164,22 @@ void PackedBf16Gemm::allocate_scratch() {
 void PackedBf16Gemm::multiply(const float* x, float* y, int64_t num_rows) {
   DSPARK_CHECK(num_rows >= 1 && num_rows <= max_rows_, "PackedBf16Gemm: num_rows {} outside [1, {}]", num_rows,
                max_rows_);
-  const kernels::PackedBf16View w{packed_->as<uint16_t>(), bias_->as<float>(), out_, in_, padded_in_, num_groups_};
+  const kernels::PackedBf16View w{packed_->as<uint16_t>(),
+                                  bias_->as<float>(),
+                                  out_exponent_ != nullptr ? out_exponent_->as<float>() : nullptr,
+                                  out_,
+                                  in_,
+                                  padded_in_,
+                                  num_groups_};
   switch (kernel_) {
     case Bf16Kernel::kFma256: return kernels::bf16_gemm_fma256(w, x, scratch_.as<float>(), y, num_rows);
     case Bf16Kernel::kFma512: return kernels::bf16_gemm_fma512(w, x, scratch_.as<float>(), y, num_rows);
     case Bf16Kernel::kDpbf16: return kernels::bf16_gemm_dpbf16(w, x, scratch_.as<uint16_t>(), y, num_rows);
     case Bf16Kernel::kAmx: return kernels::bf16_gemm_amx(w, x, scratch_.as<uint16_t>(), y, num_rows);
+    case Bf16Kernel::kFp16:
+      return kernels::bf16_gemm_fp16(
+          w, x, scratch_.as<uint16_t>(),
+          reinterpret_cast<float*>(scratch_.data() + row_exponent_offset_), y, num_rows);
     case Bf16Kernel::kBest: break;
   }
   DSPARK_FAIL("PackedBf16Gemm: unresolved kernel");

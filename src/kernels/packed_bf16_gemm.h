@@ -5,14 +5,20 @@
 // all M rows, so a small-M step (decode, verification, drafter blocks) costs about one
 // weight read.
 //
-// Four kernels, one per object, each with its own fixed reduction order (so row r never
+// Five kernels, one per object, each with its own fixed reduction order (so row r never
 // depends on M or on the thread count, but two kernels differ in the last bits):
 //  - kFma256 (AVX2) and kFma512 (AVX-512F): bf16 weights widened to f32, FMA chains.
 //  - kDpbf16 (AVX512_BF16): vdpbf16ps pairs.
 //  - kAmx: AMX tiles.
+//  - kFp16 (AVX512-FP16): fp16 multiply-adds, x rounded to fp16 (11 significant bits, not
+//    bf16's 8) and sums in fp16 over 64 k before f32 (kernels/isa/bf16_kernels.h): twice the
+//    multiply-adds per instruction of kFma512; its error against exact products is about half
+//    the others' (their x keeps bf16's 8 bits: tests/kernels/packed_bf16_gemm_test.cpp).
 // kBest picks, under the process's ISA cap (kernels/isa.h): AMX when allowed; otherwise
 // the fastest allowed vector kernel, measured once per cap on a decoder-sized matrix at 8
-// rows (CPUs differ: one here runs vdpbf16ps at half its f32 FMA rate).
+// rows (CPUs differ: one here runs vdpbf16ps at half its f32 FMA rate). kFp16, the one
+// whose sums are not f32 throughout, is kept only when it is clearly (10%) the fastest; a
+// cap below avx512fp16 (--isa vnni) leaves it out.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +31,9 @@
 
 namespace dspark {
 
-enum class Bf16Kernel : uint8_t { kBest, kFma256, kFma512, kDpbf16, kAmx };
+enum class Bf16Kernel : uint8_t { kBest, kFma256, kFma512, kDpbf16, kAmx, kFp16 };
 
-std::string_view bf16_kernel_name(Bf16Kernel kernel);  // "fma256", "fma512", "dpbf16", "amx"
+std::string_view bf16_kernel_name(Bf16Kernel kernel);  // "fma256", "fma512", "dpbf16", "amx", "fp16"
 Isa bf16_kernel_isa(Bf16Kernel kernel);                 // the level a kernel needs
 // The kernel kBest resolves to under the current ISA cap (measured on first call per cap).
 Bf16Kernel best_bf16_kernel();
@@ -62,9 +68,13 @@ class PackedBf16Gemm {
   Bf16Kernel kernel_;
   void allocate_scratch();
 
-  std::shared_ptr<const AlignedBuffer> packed_;  // [groups][padded_in / 32][blocks <= 4][16][16][2] bf16
+  std::shared_ptr<const AlignedBuffer> packed_;  // [groups][padded_in / 32][blocks <= 4][16][16][2] bf16 (kFp16: fp16)
   std::shared_ptr<const AlignedBuffer> bias_;    // [num_groups * 64] f32, zero beyond out_ (and when no bias)
-  AlignedBuffer scratch_;  // f32 kernels: [max_rows, padded_in] f32; bf16 kernels: [16-padded max_rows, padded_in] bf16
+  std::shared_ptr<const AlignedBuffer> out_exponent_;  // kFp16: [num_groups * 64] f32 (bf16_kernels.h); else null
+  // f32 kernels: [max_rows, padded_in] f32; bf16 kernels: [32-padded max_rows, padded_in] bf16;
+  // kFp16: [max_rows, padded_in] fp16, then (64-byte aligned) [max_rows] f32 row exponents.
+  AlignedBuffer scratch_;
+  size_t row_exponent_offset_ = 0;  // kFp16: bytes from scratch_'s start to its row exponents
 };
 
 }  // namespace dspark

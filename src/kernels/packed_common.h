@@ -33,7 +33,7 @@ inline std::shared_ptr<const AlignedBuffer> padded_bias(std::span<const float> b
 
 // weight ([out, in] f32, row-major) in the tile layout of kernels/isa/bf16_kernels.h, as T:
 // [groups][padded_in / 32][blocks <= 4][16 k-pairs] of 32 values, zero where out or in run
-// out. convert(w) is the stored value of w; slot(lane, e) its place among its k-pair's 32
+// out. convert(w, n) is the stored value of w, a weight of output n; slot(lane, e) its place among its k-pair's 32
 // values (lane = output within the block, e = 0 for the even k, 1 for the odd).
 template <typename T, typename Convert, typename Slot>
 std::shared_ptr<const AlignedBuffer> pack_tiles(const float* weight, int64_t out, int64_t in, Convert convert,
@@ -55,7 +55,7 @@ std::shared_ptr<const AlignedBuffer> pack_tiles(const float* weight, int64_t out
               const int64_t k = ch * kBf16Chunk + 2 * i + e;
               if (n < out && k < in)
                 dst[((ch * blocks + b) * kBf16ChunkPairs + i) * 2 * kBf16Block + slot(lane, e)] =
-                    convert(weight[n * in + k]);
+                    convert(weight[n * in + k], n);
             }
     dst += num_chunks * blocks * kBf16TileElems;
   }

@@ -10,7 +10,7 @@ namespace dspark {
 namespace {
 
 TEST(Isa, NamesRoundTripForEverySupportedLevel) {
-  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kVnni, Isa::kAmx}) {
+  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kVnni, Isa::kAvx512Fp16, Isa::kAmx}) {
     if (!isa_supported(isa)) continue;
     EXPECT_EQ(parse_isa(isa_name(isa)), isa);
   }
@@ -26,7 +26,7 @@ TEST(Isa, UnsupportedOrUnknownIsAOneLineError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown ISA 'sse2'"), std::string::npos) << e.what();
   }
-  for (Isa isa : {Isa::kAvxVnni, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kVnni, Isa::kAmx}) {
+  for (Isa isa : {Isa::kAvxVnni, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kVnni, Isa::kAvx512Fp16, Isa::kAmx}) {
     if (isa_supported(isa)) continue;
     try {
       parse_isa(isa_name(isa));

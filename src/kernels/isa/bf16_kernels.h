@@ -11,6 +11,11 @@
 //  - fma256 / fma512: one f32 fused multiply-add chain over k = 0, 1, 2, ... then + bias.
 //  - dpbf16: one vdpbf16ps chain over k-pairs in order, then + bias.
 //  - amx: one tile accumulator updated by tdpbf16ps over the 32-column chunks, then + bias.
+//  - fp16: its own numerics (bf16_gemm_fp16.cpp): x rounded to fp16 after a power-of-two
+//    scale per row, not to bf16; weights stored as fp16 (the same layout) after a power of
+//    two per output; one vfmadd231ph chain per (output, k parity) lane over 2 chunks at a
+//    time, each such fp16 sum added to the lane's f32 sum in order; then even + odd lanes,
+//    both powers of two undone, + bias.
 // Each lives in its own translation unit compiled for its ISA only; call one only when
 // isa_allowed() says its level may run.
 #pragma once
@@ -47,6 +52,9 @@ static inline int64_t bf16_blocks_in_group(int64_t group, int64_t out) {
 struct PackedBf16View {
   const uint16_t* tiles;  // [groups][padded_in / 32][blocks <= 4][16][16][2] bf16
   const float* bias;      // [num_groups * 64] f32, zero beyond out (and when no bias)
+  // fp16 kernel only (else null): [num_groups * 64] f32, output n's weights are stored
+  // scaled by 2^-out_exponent[n] (an integer; 0 beyond out).
+  const float* out_exponent;
   int64_t out;
   int64_t in;
   int64_t padded_in;      // in rounded up to 32
@@ -60,5 +68,9 @@ void bf16_gemm_fma512(const PackedBf16View& w, const float* x, float* scratch, f
 // scratch (bf16 kernels): [round_up(rows, 16), padded_in] bf16, zero in columns >= in.
 void bf16_gemm_dpbf16(const PackedBf16View& w, const float* x, uint16_t* scratch, float* y, int64_t rows);
 void bf16_gemm_amx(const PackedBf16View& w, const float* x, uint16_t* scratch, float* y, int64_t rows);
+// scratch: [rows, padded_in] fp16; row_exponent: [rows] f32 (written here). The tiles hold
+// fp16 values.
+void bf16_gemm_fp16(const PackedBf16View& w, const float* x, uint16_t* scratch, float* row_exponent, float* y,
+                    int64_t rows);
 
 }  // namespace dspark::kernels
