@@ -10,10 +10,9 @@
 //  - kFma256 (AVX2) and kFma512 (AVX-512F): bf16 weights widened to f32, FMA chains.
 //  - kDpbf16 (AVX512_BF16): vdpbf16ps pairs.
 //  - kAmx: AMX tiles.
-//  - kFp16 (AVX512-FP16): fp16 multiply-adds, x rounded to fp16 (11 significant bits, not
-//    bf16's 8) and sums in fp16 over 64 k before f32 (kernels/isa/bf16_kernels.h): twice the
-//    multiply-adds per instruction of kFma512; its error against exact products is about half
-//    the others' (their x keeps bf16's 8 bits: tests/kernels/packed_bf16_gemm_test.cpp).
+//  - kFp16 (AVX512-FP16): fp16 multiply-adds on the same bf16 values (exact in fp16 after a
+//    power of two), summed in fp16 over 64 k before f32 (kernels/isa/bf16_kernels.h): twice
+//    the multiply-adds per instruction of kFma512, and an error a little above the others'.
 // kBest picks, under the process's ISA cap (kernels/isa.h): AMX when allowed; otherwise
 // the fastest allowed vector kernel, measured once per cap on a decoder-sized matrix at 8
 // rows (CPUs differ: one here runs vdpbf16ps at half its f32 FMA rate). kFp16, the one

@@ -3,9 +3,10 @@
 // k-pair and block one FMA feeds both k of 16 outputs, where fma512 needs two FMAs and two
 // widening ops. Numerics (kernels/isa/bf16_kernels.h): every bf16 weight, scaled by a power of
 // two per output, is an fp16 value exactly (fp16 carries 11 significant bits, bf16 8; only
-// weights below 2^-14 of their row's largest lose bits); activations are rounded to fp16 after
-// a power-of-two scale per row; the products are summed in fp16 over 64 k (32 a lane), and
-// those partial sums in f32.
+// weights below 2^-14 of their row's largest lose bits); so is every activation, rounded to
+// bf16 as for the other kernels and scaled by a power of two per row; the products are summed
+// in fp16 over 64 k (32 a lane), and those partial sums in f32: only these fp16 sums round
+// differently from the other kernels.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -112,18 +113,20 @@ struct Tiles {
   static constexpr Fn run = tile<kRows, kBlocks>;
 };
 
-// dst[0, padded_in) = src[0, n) x 2^-exponent rounded to fp16, zero beyond n; exponent puts
-// the largest |src| in [1, 2) (0 for a row of zeros).
+// dst[0, padded_in) = bf16(src[0, n)) x 2^-exponent as fp16 (exact: 8 significant bits in 11,
+// the largest value in [1, 2), so only values below 2^-14 of it lose bits), zero beyond n;
+// exponent is 0 for a row of zeros.
 void convert_row(const float* src, int64_t n, int64_t padded_in, uint16_t* dst, float& exponent) {
   __m512 peak = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) peak = _mm512_max_ps(peak, _mm512_abs_ps(_mm512_maskz_loadu_ps(simd::lanes(n - i), src + i)));
+  for (int64_t i = 0; i < n; i += 16)
+    peak = _mm512_max_ps(peak, _mm512_abs_ps(simd::round_to_bf16(_mm512_maskz_loadu_ps(simd::lanes(n - i), src + i))));
   const float largest = _mm512_reduce_max_ps(peak);
   exponent = largest > 0.0f && std::isfinite(largest) ? std::floor(std::log2(largest)) : 0.0f;
   const __m512 down = _mm512_set1_ps(-exponent);
   for (int64_t i = 0; i < padded_in; i += 16) {
-    const __mmask16 m = simd::lanes(n - i);
-    const __m512 v = _mm512_scalef_ps(_mm512_maskz_loadu_ps(m, src + i), down);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    const __m512 v = simd::round_to_bf16(_mm512_maskz_loadu_ps(simd::lanes(n - i), src + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm512_cvtps_ph(_mm512_scalef_ps(v, down), _MM_FROUND_TO_NEAREST_INT));
   }
 }
 

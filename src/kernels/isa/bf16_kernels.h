@@ -11,11 +11,10 @@
 //  - fma256 / fma512: one f32 fused multiply-add chain over k = 0, 1, 2, ... then + bias.
 //  - dpbf16: one vdpbf16ps chain over k-pairs in order, then + bias.
 //  - amx: one tile accumulator updated by tdpbf16ps over the 32-column chunks, then + bias.
-//  - fp16: its own numerics (bf16_gemm_fp16.cpp): x rounded to fp16 after a power-of-two
-//    scale per row, not to bf16; weights stored as fp16 (the same layout) after a power of
-//    two per output; one vfmadd231ph chain per (output, k parity) lane over 2 chunks at a
-//    time, each such fp16 sum added to the lane's f32 sum in order; then even + odd lanes,
-//    both powers of two undone, + bias.
+//  - fp16: bf16 x and W, exact in fp16 after a power of two per row of x and per output
+//    (the weights stored so, in the same layout); one vfmadd231ph chain per (output, k
+//    parity) lane over 2 chunks at a time, in fp16, each such sum added to the lane's f32 sum
+//    in order; then even + odd lanes, both powers of two undone, + bias.
 // Each lives in its own translation unit compiled for its ISA only; call one only when
 // isa_allowed() says its level may run.
 #pragma once
