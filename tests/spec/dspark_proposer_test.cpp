@@ -33,7 +33,6 @@ namespace {
 
 using testing::DrafterSetup;
 using testing::greedy_params;
-using testing::kBF16;
 using testing::kF32;
 using testing::make_proposer;
 using testing::make_setup;
@@ -118,9 +117,13 @@ void check_parity(const DrafterSetup& s, DType compute, Tolerance tol) {
 
 
 TEST(DSparkProposer, ParityWithReferenceF32) { check_parity(setup(DrafterKind::kDSpark), DType::kF32, kF32); }
-TEST(DSparkProposer, ParityWithReferenceBF16) { check_parity(setup(DrafterKind::kDSpark), DType::kBF16, kBF16); }
+TEST(DSparkProposer, ParityWithReferenceBF16) {
+  check_parity(setup(DrafterKind::kDSpark), DType::kBF16, testing::bf16_tolerance());
+}
 TEST(DSparkProposer, DFlashParityWithReferenceF32) { check_parity(setup(DrafterKind::kDFlash), DType::kF32, kF32); }
-TEST(DSparkProposer, DFlashParityWithReferenceBF16) { check_parity(setup(DrafterKind::kDFlash), DType::kBF16, kBF16); }
+TEST(DSparkProposer, DFlashParityWithReferenceBF16) {
+  check_parity(setup(DrafterKind::kDFlash), DType::kBF16, testing::bf16_tolerance());
+}
 
 const DrafterSetup& contextual_setup() {
   static const DrafterSetup s = make_setup(DrafterKind::kDSpark, "dspark-contextual", false, false, 12);
@@ -128,7 +131,9 @@ const DrafterSetup& contextual_setup() {
 }
 
 TEST(DSparkProposer, ContextualMarkovParityWithReferenceF32) { check_parity(contextual_setup(), DType::kF32, kF32); }
-TEST(DSparkProposer, ContextualMarkovParityWithReferenceBF16) { check_parity(contextual_setup(), DType::kBF16, kBF16); }
+TEST(DSparkProposer, ContextualMarkovParityWithReferenceBF16) {
+  check_parity(contextual_setup(), DType::kBF16, testing::bf16_tolerance());
+}
 
 // The contextual head's MLP runs once per position for every request drafting; a request's
 // logits and confidences are the same bits alone as in a batch of three (bf16 and f32).
