@@ -53,6 +53,19 @@ __attribute__((target("avx512f,avx512bf16"))) double dpbf16(float seed) {
   return _mm512_reduce_add_ps(s);
 }
 
+__attribute__((target("avx512f,avx512bw,avx512fp16"))) double fma512ph(float seed) {
+  const __m512h a = _mm512_set1_ph(static_cast<_Float16>(seed));
+  const __m512h b = _mm512_set1_ph(static_cast<_Float16>(1.0f - seed));
+  __m512h acc[12];
+  for (auto& v : acc) v = _mm512_setzero_ph();
+  for (int64_t i = 0; i < kIterations; ++i)
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) acc[j] = _mm512_fmadd_ph(a, b, acc[j]);
+  __m512h s = acc[0];
+  for (int j = 1; j < 12; ++j) s = _mm512_add_ph(s, acc[j]);
+  return static_cast<double>(_mm512_reduce_add_ph(s));
+}
+
 __attribute__((target("avx512f,avx512vnni"))) double vnni512(float seed) {
   const __m512i a = _mm512_set1_epi32(0x01010101 + static_cast<int>(seed));
   __m512i acc[12];
@@ -110,6 +123,7 @@ const Instruction kInstructions[] = {
     {"vfmadd231ps zmm", fma512, 12.0 * kIterations * 16 * 2, Isa::kAvx512},
     {"vdpbf16ps zmm", dpbf16, 12.0 * kIterations * 32 * 2, Isa::kAvx512Bf16},
     {"vpdpbusd zmm", vnni512, 12.0 * kIterations * 64 * 2, Isa::kVnni},
+    {"vfmadd231ph zmm", fma512ph, 12.0 * kIterations * 32 * 2, Isa::kAvx512Fp16},
     {"vpmaddubsw+vpmaddwd+vpaddd ymm", maddubs256, 1.0 * kMaddubsChains * kIterations * 32 * 2, Isa::kAvx2},
     {"vpdpbusd ymm (AVX-VNNI)", vnni256, 12.0 * kIterations * 32 * 2, Isa::kAvxVnni},
 };

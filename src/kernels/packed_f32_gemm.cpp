@@ -41,7 +41,8 @@ PackedF32Gemm::PackedF32Gemm(const float* weight, int64_t out_features, int64_t 
                f32_kernel_name(kernel_), isa_name(f32_kernel_isa(kernel_)), isa_name(active_isa()));
   // A k-pair's 16 even-k weights, then its 16 odd-k ones: two FMA operands as loaded.
   packed_ = kernels::pack_tiles<float>(
-      weight, out_, in_, [](float w, int64_t) { return w; }, [](int64_t lane, int64_t e) { return e * kBf16Block + lane; });
+      weight, out_, in_, [](float w, int64_t) { return w; },
+      [](int64_t lane, int64_t e) { return e * kBf16Block + lane; });
   bias_ = kernels::padded_bias(bias, num_groups_ * kBf16Group);
   if (in_ != padded_in_) scratch_ = AlignedBuffer(static_cast<size_t>(max_rows_ * padded_in_) * sizeof(float));
 }

@@ -47,7 +47,8 @@ TEST_P(PackedBf16GemmTest, MatchesReference) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t n = 0; n < out; ++n) {
         double magnitude = std::fabs(b[n]);
-        for (int64_t k = 0; k < in; ++k) magnitude += std::fabs(round_to_bf16(x[r * in + k]) * round_to_bf16(w[n * in + k]));
+        for (int64_t k = 0; k < in; ++k)
+          magnitude += std::fabs(round_to_bf16(x[r * in + k]) * round_to_bf16(w[n * in + k]));
         ASSERT_NEAR(y[r * out + n], ref[r * out + n], (fp16 ? 2e-3 : 1e-4) * magnitude) << "row " << r << " col " << n;
       }
   }
@@ -66,7 +67,8 @@ TEST_P(PackedBf16GemmTest, ExactOnValuesEveryKernelHoldsExactly) {
       w[n * kIn + k] = std::ldexp(static_cast<float>(static_cast<int>(next() % 7) - 3), static_cast<int>(n % 9) - 6);
   for (int64_t r = 0; r < kRows; ++r)
     for (int64_t k = 0; k < kIn; ++k)
-      x[r * kIn + k] = std::ldexp(static_cast<float>(static_cast<int>(next() % 5) - 2), 3 * static_cast<int>(r % 5) - 5);
+      x[r * kIn + k] =
+          std::ldexp(static_cast<float>(static_cast<int>(next() % 5) - 2), 3 * static_cast<int>(r % 5) - 5);
   PackedBf16Gemm gemm(w.data(), kOut, kIn, {}, kRows, GetParam());
   std::vector<float> y(static_cast<size_t>(kRows * kOut));
   gemm.multiply(x.data(), y.data(), kRows);

@@ -80,9 +80,11 @@ void tile(const uint16_t* x, const float* row_exponent, int64_t ldx, const uint1
       #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b) {
         const __m512i a = _mm512_castph_si512(acc[r][b]);
+        const __m512 lo = _mm512_cvtph_ps(_mm512_castsi512_si256(a));
+        const __m512 hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(a, 1));
         float* s = sums + r * kWidth + b * kLanes;
-        _mm512_store_ps(s, _mm512_add_ps(_mm512_load_ps(s), _mm512_cvtph_ps(_mm512_castsi512_si256(a))));
-        _mm512_store_ps(s + 16, _mm512_add_ps(_mm512_load_ps(s + 16), _mm512_cvtph_ps(_mm512_extracti64x4_epi64(a, 1))));
+        _mm512_store_ps(s, _mm512_add_ps(_mm512_load_ps(s), lo));
+        _mm512_store_ps(s + 16, _mm512_add_ps(_mm512_load_ps(s + 16), hi));
         acc[r][b] = _mm512_setzero_ph();
       }
   }
