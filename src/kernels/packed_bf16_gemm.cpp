@@ -147,15 +147,13 @@ PackedBf16Gemm::PackedBf16Gemm(const float* weight, int64_t out_features, int64_
   const auto slot = [](int64_t lane, int64_t e) { return lane * 2 + e; };
   if (kernel_ == Bf16Kernel::kFp16) {
     out_exponent_ = fp16_out_exponents(weight, out_, in_, num_groups_ * kBf16Group);
-    const float* exponent = out_exponent_->as<float>();
+    std::vector<float> down(static_cast<size_t>(out_));  // 2^-exponent: the product below is exact
+    for (int64_t n = 0; n < out_; ++n) down[n] = std::ldexp(1.0f, -static_cast<int>(out_exponent_->as<float>()[n]));
     packed_ = kernels::pack_tiles<uint16_t>(
-        weight, out_, in_,
-        [exponent](float w, int64_t n) {
-          return float_to_f16(std::ldexp(round_to_bf16(w), -static_cast<int>(exponent[n])));
-        },
-        slot);
+        weight, out_, in_, [&down](float w, int64_t n) { return float_to_f16(round_to_bf16(w) * down[n]); }, slot);
   } else {
-    packed_ = kernels::pack_tiles<uint16_t>(weight, out_, in_, [](float w, int64_t) { return float_to_bf16(w); }, slot);
+    packed_ = kernels::pack_tiles<uint16_t>(
+        weight, out_, in_, [](float w, int64_t) { return float_to_bf16(w); }, slot);
   }
   bias_ = kernels::padded_bias(bias, num_groups_ * kBf16Group);
   allocate_scratch();
