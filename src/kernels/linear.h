@@ -10,10 +10,11 @@
 // Backends, each batch invariant on its own (one Linear never mixes them: their reduction
 // orders differ):
 //  - kPackedBf16 (what kAuto picks for bf16): hand-written kernels for each ISA level
-//    (AVX2 / AVX-512 FMA on widened bf16, vdpbf16ps, AMX), one chosen per process under
-//    the ISA cap (kernels/isa.h, kernels/packed_bf16_gemm.h). Each output is one f32
-//    accumulator chain over k in a fixed order, so a row never depends on M or on the
-//    thread count. Near memory bandwidth at M = 1.
+//    (AVX2 / AVX-512 FMA on widened bf16, vdpbf16ps, AMX, AVX512-FP16 fp16 FMAs), one chosen
+//    per process under the ISA cap (kernels/isa.h, kernels/packed_bf16_gemm.h). Each output
+//    is one accumulator chain over k in a fixed order (f32; fp16 over 64 k at a time into f32
+//    for the fp16 kernel), so a row never depends on M or on the thread count. Near memory
+//    bandwidth at M = 1.
 //  - kPackedInt8 (what kAuto picks with quantization = kInt8): W quantized to int8 at
 //    construction (per row and 32 columns), x per row and 32 columns on the fly, integer
 //    dot products (VNNI or AVX2, the same bits; kernels/packed_int8_gemm.h). Row r is exact integer work plus a fixed
