@@ -12,6 +12,7 @@
 
 #include "loadgen/dataset.h"
 #include "engine/engine.h"
+#include "kernels/isa.h"
 #include "spec/proposer_factory.h"
 #include "support/engine_requests.h"
 
@@ -28,14 +29,31 @@ bool has_model(const std::filesystem::path& dir) { return std::filesystem::exist
 
 class ShippedModelsLossless : public ::testing::TestWithParam<std::string> {};
 
-// A parameter "NAME:int8" runs the target (and a draft model) with int8 weights.
+// Restores the process's ISA cap when it goes.
+struct IsaCapGuard {
+  Isa saved = active_isa();
+  ~IsaCapGuard() { set_active_isa(saved); }
+};
+
+// A parameter "NAME:int8" runs the target (and a draft model) with int8 weights; "NAME:ISA"
+// (avx512fp16, vnni) caps the kernels at that level first, so the bf16 matmuls run the
+// kernel it picks (fp16, fma512) rather than the machine's best (skipped where the CPU
+// lacks it).
 TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   const auto target_dir = kModels / "tiny-target";
   const std::string param = GetParam();
-  const bool int8 = param.ends_with(":int8");
-  const std::string name = int8 ? param.substr(0, param.size() - 5) : param;
+  const size_t colon = param.find(':');
+  const std::string name = param.substr(0, colon);
+  const std::string variant = colon == std::string::npos ? "" : param.substr(colon + 1);
+  const bool int8 = variant == "int8";
   if (!has_model(target_dir) || !std::filesystem::exists(target_dir / "model.safetensors")) {
     GTEST_SKIP() << "models/tiny-target is not trained yet";
+  }
+  IsaCapGuard cap_guard;
+  if (!variant.empty() && !int8) {
+    const Isa cap = variant == "avx512fp16" ? Isa::kAvx512Fp16 : Isa::kVnni;
+    if (!isa_supported(cap)) GTEST_SKIP() << "this CPU lacks ISA " << variant;
+    set_active_isa(cap);
   }
   SpeculatorOptions so;
   so.speculator = name == "ngram" ? "ngram" : (kModels / name).string();
@@ -53,6 +71,7 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   const SpeculatorPlan plan(so, ModelConfig::from_file(target_dir / "config.json"));
   to.capture_layers = plan.capture_layers();
   auto model = Transformer::load(target_dir, to);
+  std::printf("%s: matmul %s\n", param.c_str(), model->matmul_kernel().c_str());
   const Tokenizer tokenizer = Tokenizer::from_dir(target_dir);
 
   std::vector<std::vector<int32_t>> prompts;
@@ -99,7 +118,8 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
 INSTANTIATE_TEST_SUITE_P(Proposers, ShippedModelsLossless,
                          ::testing::Values("ngram", "tiny-draft-lm", "tiny-target-dspark", "tiny-target-dflash",
                                            "tiny-target-eagle3", "ngram:int8", "tiny-target-dspark:int8",
-                                           "tiny-target-eagle3:int8"),
+                                           "tiny-target-eagle3:int8", "tiny-target-dspark:avx512fp16",
+                                           "tiny-draft-lm:avx512fp16", "tiny-target-dspark:vnni"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) if (c == '-' || c == ':') c = '_';
