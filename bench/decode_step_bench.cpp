@@ -33,13 +33,8 @@ constexpr int64_t kHistory = 128;      // KV positions before each benchmarked s
 constexpr int64_t kLongHistory = 896;  // the long-context variant (tiny-target's context is 1,024)
 constexpr int64_t kMaxStep = 64;       // largest step benchmarked
 
-// Caps the ISA while it lives: the matmul kernels read the cap when they are built, the
-// other vector kernels (attention, norms) on every call, so a path's steps run under it too.
-struct IsaCap {
-  explicit IsaCap(Isa isa) : saved(active_isa()) { set_active_isa(isa); }
-  ~IsaCap() { set_active_isa(saved); }
-  Isa saved;
-};
+// A path runs under its ISA cap (ScopedIsaCap): the matmul kernels read the cap when they are
+// built, the other vector kernels (attention, norms) on every call, so its steps need it too.
 
 struct Fixture {
   std::unique_ptr<Transformer> model;
@@ -55,7 +50,7 @@ struct Fixture {
     TransformerOptions opts;
     opts.compute = compute;
     opts.quantization = quantization;
-    const IsaCap cap(isa);  // the matmul kernels are chosen at construction
+    const ScopedIsaCap cap(isa);  // the matmul kernels are chosen at construction
     opts.max_batch_tokens = 128;
     model = Transformer::load(dir, opts);
     kv = std::make_unique<KvPool>(model->config(), KvPoolOptions{allocator.num_blocks(), 16, DType::kF32});
@@ -120,7 +115,7 @@ void BM_Step(benchmark::State& state) {
     state.SkipWithError("this CPU lacks the ISA of this path");
     return;
   }
-  const IsaCap cap(kPaths[state.range(0)].isa);
+  const ScopedIsaCap cap(kPaths[state.range(0)].isa);
   const int64_t n = state.range(1);
   state.SetLabel(std::string(kPaths[state.range(0)].name) + " (" + f->model->matmul_kernel() + ")");
   for (auto _ : state) f->step(n);
@@ -155,7 +150,7 @@ void BM_VerifyOverDecode(benchmark::State& state) {
     state.SkipWithError("this CPU lacks the ISA of this path, or the history is not a benchmarked one");
     return;
   }
-  const IsaCap cap(kPaths[state.range(0)].isa);
+  const ScopedIsaCap cap(kPaths[state.range(0)].isa);
   state.SetLabel(std::string(kPaths[state.range(0)].name) + " (" + f->model->matmul_kernel() + ")");
   std::vector<double> one, nine;
   auto timed = [&](int64_t n) {

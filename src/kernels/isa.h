@@ -48,6 +48,18 @@ void set_active_isa(Isa isa);  // throws when !isa_supported(isa)
 // True when kernels of `level` may run now: level <= active_isa() and the CPU has it.
 bool isa_allowed(Isa level);
 
+// Caps the process at `isa` while it lives (tests, benchmarks), then restores the cap it found.
+class ScopedIsaCap {
+ public:
+  explicit ScopedIsaCap(Isa isa) : saved_(active_isa()) { set_active_isa(isa); }
+  ~ScopedIsaCap() { set_active_isa(saved_); }
+  ScopedIsaCap(const ScopedIsaCap&) = delete;
+  ScopedIsaCap& operator=(const ScopedIsaCap&) = delete;
+
+ private:
+  Isa saved_;
+};
+
 // The CPU's relevant features as one line, e.g. "avx2 fma f16c avx512f ... amx-bf16".
 std::string cpu_feature_list();
 

@@ -7,6 +7,7 @@
 // prefix scheduler verifies prefixes of every length.
 // Models not present under models/ are reported as skipped.
 #include <filesystem>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -29,12 +30,6 @@ bool has_model(const std::filesystem::path& dir) { return std::filesystem::exist
 
 class ShippedModelsLossless : public ::testing::TestWithParam<std::string> {};
 
-// Restores the process's ISA cap when it goes.
-struct IsaCapGuard {
-  Isa saved = active_isa();
-  ~IsaCapGuard() { set_active_isa(saved); }
-};
-
 // A parameter "NAME:int8" runs the target (and a draft model) with int8 weights; "NAME:ISA"
 // (avx512fp16, vnni) caps the kernels at that level first, so the bf16 matmuls run the
 // kernel it picks (fp16, fma512) rather than the machine's best (skipped where the CPU
@@ -49,11 +44,11 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   if (!has_model(target_dir) || !std::filesystem::exists(target_dir / "model.safetensors")) {
     GTEST_SKIP() << "models/tiny-target is not trained yet";
   }
-  IsaCapGuard cap_guard;
+  std::optional<ScopedIsaCap> cap;
   if (!variant.empty() && !int8) {
-    const Isa cap = variant == "avx512fp16" ? Isa::kAvx512Fp16 : Isa::kVnni;
-    if (!isa_supported(cap)) GTEST_SKIP() << "this CPU lacks ISA " << variant;
-    set_active_isa(cap);
+    const Isa level = variant == "avx512fp16" ? Isa::kAvx512Fp16 : Isa::kVnni;
+    if (!isa_supported(level)) GTEST_SKIP() << "this CPU lacks ISA " << variant;
+    cap.emplace(level);
   }
   SpeculatorOptions so;
   so.speculator = name == "ngram" ? "ngram" : (kModels / name).string();

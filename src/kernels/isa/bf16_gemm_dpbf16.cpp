@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/group_walk.h"
 #include "kernels/isa/prefetch.h"
 #include "kernels/isa/row_spans.h"
 #include "kernels/isa/tile_table.h"
@@ -85,19 +85,13 @@ void bf16_gemm_dpbf16(const PackedBf16View& w, const float* x, uint16_t* scratch
   const int64_t ldx = w.padded_in;
   for (int64_t r = 0; r < rows; ++r) simd::f32_to_bf16_avx512(x + r * w.in, scratch + r * ldx, w.in);
   const int64_t num_chunks = w.padded_in / kBf16Chunk;
-  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
-  const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
-  parallel_for(w.num_groups, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g) {
-      const int64_t blocks = bf16_blocks_in_group(g, w.out);
-      const uint16_t* wg = w.tiles + g * group_elems;
-      const int64_t col = g * kBf16Group;
-      const __mmask16 last_mask = simd::lanes(w.out - col - (blocks - 1) * kBf16Block);
-      for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
-        tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, ch0, ch1, num_chunks, partial,
-                                                               w.bias + col, y + r * w.out + col, w.out, last_mask);
-      });
-    }
+  for_each_group(w.tiles, w.out, w.in, w.padded_in, w.num_groups, rows,
+                 [&](int64_t, const uint16_t* wg, int64_t col, int64_t blocks) {
+    const __mmask16 last_mask = simd::lanes(w.out - col - (blocks - 1) * kBf16Block);
+    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+      tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, ch0, ch1, num_chunks, partial,
+                                                             w.bias + col, y + r * w.out + col, w.out, last_mask);
+    });
   });
 }
 

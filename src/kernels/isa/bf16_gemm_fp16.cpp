@@ -13,8 +13,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
+#include "kernels/isa/group_walk.h"
 #include "kernels/isa/prefetch.h"
 #include "kernels/isa/row_spans.h"
 #include "kernels/isa/tile_table.h"
@@ -140,33 +140,27 @@ void bf16_gemm_fp16(const PackedBf16View& w, const float* x, uint16_t* scratch, 
   const int64_t ldx = w.padded_in;
   for (int64_t r = 0; r < rows; ++r) convert_row(x + r * w.in, w.in, ldx, scratch + r * ldx, row_exponent[r]);
   const int64_t num_chunks = w.padded_in / kBf16Chunk;
-  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;  // of every full group
-  const bool parallel = rows * w.out * w.in >= kParallelMinMacs;
-  parallel_for(w.num_groups, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g) {
-      const int64_t blocks = bf16_blocks_in_group(g, w.out);
-      const uint16_t* wg = w.tiles + g * group_elems;
-      const int64_t col = g * kBf16Group;
-      const __mmask16 last_mask = simd::lanes(w.out - col - (blocks - 1) * kBf16Block);
-      if (rows <= kMaxRows) {
-        tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(rows, blocks)(
-            scratch, row_exponent, ldx, wg, blocks * kBf16TileElems, 0, num_chunks, num_chunks, nullptr,
-            w.out_exponent + col, w.bias + col, y + col, w.out, last_mask);
-        continue;
-      }
-      // Half groups; up to 12 rows one tile over all chunks, more as row tiles over spans.
-      for (int64_t b0 = 0; b0 < blocks; b0 += kHalfGroupBlocks) {
-        const int64_t n_blocks = std::min<int64_t>(kHalfGroupBlocks, blocks - b0);
-        const int64_t c = col + b0 * kBf16Block;
-        const __mmask16 mask = b0 + n_blocks == blocks ? last_mask : static_cast<__mmask16>(0xffff);
-        for_each_row_tile<kMaxHalfGroupRows, kPartialWidth>(
-            rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
-              tile_for<Tiles, kMaxHalfGroupRows, kHalfGroupBlocks>(n, n_blocks)(
-                  scratch + r * ldx, row_exponent + r, ldx, wg + b0 * kBf16TileElems, blocks * kBf16TileElems, ch0,
-                  ch1, num_chunks, ch0 == 0 && ch1 == num_chunks ? nullptr : partial, w.out_exponent + c,
-                  w.bias + c, y + r * w.out + c, w.out, mask);
-            });
-      }
+  for_each_group(w.tiles, w.out, w.in, w.padded_in, w.num_groups, rows,
+                 [&](int64_t, const uint16_t* wg, int64_t col, int64_t blocks) {
+    const __mmask16 last_mask = simd::lanes(w.out - col - (blocks - 1) * kBf16Block);
+    if (rows <= kMaxRows) {
+      tile_for<Tiles, kMaxRows, kBf16GroupBlocks>(rows, blocks)(
+          scratch, row_exponent, ldx, wg, blocks * kBf16TileElems, 0, num_chunks, num_chunks, nullptr,
+          w.out_exponent + col, w.bias + col, y + col, w.out, last_mask);
+      return;
+    }
+    // Half groups; up to 12 rows one tile over all chunks, more as row tiles over spans.
+    for (int64_t b0 = 0; b0 < blocks; b0 += kHalfGroupBlocks) {
+      const int64_t n_blocks = std::min<int64_t>(kHalfGroupBlocks, blocks - b0);
+      const int64_t c = col + b0 * kBf16Block;
+      const __mmask16 mask = b0 + n_blocks == blocks ? last_mask : static_cast<__mmask16>(0xffff);
+      for_each_row_tile<kMaxHalfGroupRows, kPartialWidth>(
+          rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+            tile_for<Tiles, kMaxHalfGroupRows, kHalfGroupBlocks>(n, n_blocks)(
+                scratch + r * ldx, row_exponent + r, ldx, wg + b0 * kBf16TileElems, blocks * kBf16TileElems, ch0,
+                ch1, num_chunks, ch0 == 0 && ch1 == num_chunks ? nullptr : partial, w.out_exponent + c,
+                w.bias + c, y + r * w.out + c, w.out, mask);
+          });
     }
   });
 }

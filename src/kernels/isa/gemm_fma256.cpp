@@ -5,9 +5,9 @@
 
 #include <cstring>
 
-#include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/isa/f32_kernels.h"
+#include "kernels/isa/group_walk.h"
 #include "kernels/isa/prefetch.h"
 #include "kernels/isa/row_spans.h"
 
@@ -139,21 +139,16 @@ void gemm(const W* tiles, const float* bias, int64_t out, int64_t in, int64_t pa
           const float* scratch, float* y, int64_t rows) {
   const int64_t ldx = padded_in;
   const int64_t num_chunks = padded_in / kBf16Chunk;
-  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;
-  const bool parallel = rows * out * in >= kParallelMinMacs;
-  parallel_for(num_groups, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g) {
-      const int64_t blocks = bf16_blocks_in_group(g, out);
-      const W* wg = tiles + g * group_elems;
-      for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
-        for (int64_t b = 0; b < blocks; ++b) {
-          const int64_t col = g * kBf16Group + b * kBf16Block;
-          const int64_t valid = out - col < kBf16Block ? out - col : kBf16Block;
-          tile_fn<W>(n)(scratch + r * ldx, ldx, wg + b * kBf16TileElems, blocks * kBf16TileElems, ch0, ch1, num_chunks,
-                        partial + b * kBf16Block, bias + col, y + r * out + col, out, valid);
-        }
-      });
-    }
+  for_each_group(tiles, out, in, padded_in, num_groups, rows,
+                 [&](int64_t g, const W* wg, int64_t, int64_t blocks) {
+    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t col = g * kBf16Group + b * kBf16Block;
+        const int64_t valid = out - col < kBf16Block ? out - col : kBf16Block;
+        tile_fn<W>(n)(scratch + r * ldx, ldx, wg + b * kBf16TileElems, blocks * kBf16TileElems, ch0, ch1, num_chunks,
+                      partial + b * kBf16Block, bias + col, y + r * out + col, out, valid);
+      }
+    });
   });
 }
 

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "core/thread_pool.h"
 #include "kernels/isa/bf16_kernels.h"
 #include "kernels/isa/f32_kernels.h"
+#include "kernels/isa/group_walk.h"
 #include "kernels/isa/prefetch.h"
 #include "kernels/isa/row_spans.h"
 #include "kernels/isa/tile_table.h"
@@ -121,31 +121,25 @@ void gemm(const W* tiles, const float* bias, int64_t out, int64_t in, int64_t pa
           const float* scratch, float* y, int64_t rows) {
   const int64_t ldx = padded_in;
   const int64_t num_chunks = padded_in / kBf16Chunk;
-  const int64_t group_elems = num_chunks * kBf16GroupBlocks * kBf16TileElems;  // of every full group
-  const bool parallel = rows * out * in >= kParallelMinMacs;
-  parallel_for(num_groups, parallel, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g) {
-      const int64_t blocks = bf16_blocks_in_group(g, out);
-      const W* wg = tiles + g * group_elems;
-      const int64_t col = g * kBf16Group;
-      const __mmask16 last_mask = simd::lanes(out - col - (blocks - 1) * kBf16Block);
-      if (rows > kMaxRows && rows <= kMaxHalfGroupRows) {
-        // One tile per half group over all chunks; partial is unused (ch1 == num_chunks).
-        for (int64_t b0 = 0; b0 < blocks; b0 += kHalfGroupBlocks) {
-          const int64_t n = std::min<int64_t>(kHalfGroupBlocks, blocks - b0);
-          tile_for<Tiles<W>, kMaxHalfGroupRows, kHalfGroupBlocks>(rows, n)(
-              scratch, ldx, wg + b0 * kBf16TileElems, blocks * kBf16TileElems, 0, num_chunks, num_chunks, nullptr,
-              bias + col + b0 * kBf16Block, y + col + b0 * kBf16Block, out,
-              b0 + n == blocks ? last_mask : static_cast<__mmask16>(0xffff));
-        }
-        continue;
+  for_each_group(tiles, out, in, padded_in, num_groups, rows,
+                 [&](int64_t, const W* wg, int64_t col, int64_t blocks) {
+    const __mmask16 last_mask = simd::lanes(out - col - (blocks - 1) * kBf16Block);
+    if (rows > kMaxRows && rows <= kMaxHalfGroupRows) {
+      // One tile per half group over all chunks; partial is unused (ch1 == num_chunks).
+      for (int64_t b0 = 0; b0 < blocks; b0 += kHalfGroupBlocks) {
+        const int64_t n = std::min<int64_t>(kHalfGroupBlocks, blocks - b0);
+        tile_for<Tiles<W>, kMaxHalfGroupRows, kHalfGroupBlocks>(rows, n)(
+            scratch, ldx, wg + b0 * kBf16TileElems, blocks * kBf16TileElems, 0, num_chunks, num_chunks, nullptr,
+            bias + col + b0 * kBf16Block, y + col + b0 * kBf16Block, out,
+            b0 + n == blocks ? last_mask : static_cast<__mmask16>(0xffff));
       }
-      for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
-        tile_for<Tiles<W>, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems,
-                                                                  ch0, ch1, num_chunks, partial, bias + col,
-                                                                  y + r * out + col, out, last_mask);
-      });
+      return;
     }
+    for_each_row_tile<kMaxRows, kBf16Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1, float* partial) {
+      tile_for<Tiles<W>, kMaxRows, kBf16GroupBlocks>(n, blocks)(scratch + r * ldx, ldx, wg, blocks * kBf16TileElems,
+                                                                ch0, ch1, num_chunks, partial, bias + col,
+                                                                y + r * out + col, out, last_mask);
+    });
   });
 }
 
