@@ -45,13 +45,16 @@ LinearBackend resolve(LinearBackend backend, DType compute, WeightQuantization q
   return compute == DType::kBF16 ? LinearBackend::kPackedBf16 : LinearBackend::kPackedF32;
 }
 
-// oneDNN's matmul is batch invariant (and has bf16) only on its AVX-512 kernels: below
-// that, its f32 gemm:jit takes another path at M = 1 (measured on an AVX2-only EPYC).
-bool onednn_batch_invariant() {
+// oneDNN's matmul is batch invariant only on its AVX-512 kernels: below that, its f32
+// gemm:jit takes another path at M = 1 (measured on an AVX2-only EPYC). bf16 also needs
+// AVX512_BF16: without it (an Intel Xeon, CPU model 207, that reports AVX512_VNNI but not
+// AVX512_BF16), bf16 rows differed between M = 1 and M = 2 and between 1 and 2 threads.
+bool onednn_batch_invariant(DType compute) {
   cpu_engine();
   const auto isa = dnnl::get_effective_cpu_isa();
-  return isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
-         isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  const bool bf16 = isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  if (compute == DType::kBF16) return bf16;
+  return bf16 || isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni;
 }
 
 // Executes through the C API with a fixed argument array: the C++ execute() builds an
@@ -179,9 +182,10 @@ struct Linear::Impl {
       return;
     }
 
-    DSPARK_CHECK(onednn_batch_invariant(),
-                 "Linear: oneDNN's matmul on this CPU (no AVX-512) is not batch invariant{}; use the packed "
-                 "kernels (LinearBackend::kAuto)", options.compute == DType::kBF16 ? " and has no bf16" : "");
+    DSPARK_CHECK(onednn_batch_invariant(options.compute),
+                 "Linear: oneDNN's {} matmul on this CPU ({}) is not batch invariant; use the packed kernels "
+                 "(LinearBackend::kAuto)", dtype_name(options.compute),
+                 options.compute == DType::kBF16 ? "no AVX512_BF16" : "no AVX-512");
     auto& engine = cpu_engine();
     DSPARK_CHECK(options.compute != DType::kBF16 || !onednn_may_use_amx(),
                  "Linear: oneDNN may use AMX in this process (its ISA cap was set too late or "
@@ -358,7 +362,7 @@ std::string Linear::kernel_name() const {
 bool linear_backend_supported(LinearBackend backend, DType compute) {
   switch (backend) {
     case LinearBackend::kAuto: return true;
-    case LinearBackend::kOneDnn: return onednn_batch_invariant();
+    case LinearBackend::kOneDnn: return onednn_batch_invariant(compute);
     case LinearBackend::kPackedBf16: return compute == DType::kBF16;
     case LinearBackend::kPackedF32: return compute == DType::kF32;
     case LinearBackend::kPackedInt8: return true;

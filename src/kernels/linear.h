@@ -27,8 +27,9 @@
 //    M = 1 and M >= 2 for small shapes, across M at K = 8192, and between 1 and 2 threads),
 //    so the process caps oneDNN at AVX-512 BF16 before its first primitive; a bf16 kOneDnn
 //    Linear throws if that cap could not be applied. On a CPU without AVX-512, oneDNN's f32
-//    matmul (gemm:jit) differs between M = 1 and M > 1 and it has no bf16 matmul, so
-//    kOneDnn is refused there (linear_backend_supported).
+//    matmul (gemm:jit) differs between M = 1 and M > 1, and without AVX512_BF16 its bf16
+//    matmul differs between M and thread counts, so kOneDnn is refused for those
+//    (linear_backend_supported).
 #pragma once
 
 #include <cstdint>
