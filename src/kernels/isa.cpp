@@ -114,7 +114,7 @@ Isa initial_isa() {
   try {
     return parse_isa(env);
   } catch (const Error& e) {
-    DSPARK_FAIL("DSPARK_ISA={}: {}", env, e.what());
+    DSPARK_FAIL("DSPARK_ISA={}: {}", env, e.message());
   }
 }
 
