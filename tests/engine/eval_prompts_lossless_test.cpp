@@ -31,9 +31,9 @@ bool has_model(const std::filesystem::path& dir) { return std::filesystem::exist
 class ShippedModelsLossless : public ::testing::TestWithParam<std::string> {};
 
 // A parameter "NAME:int8" runs the target (and a draft model) with int8 weights; "NAME:ISA"
-// (avx512fp16, vnni) caps the kernels at that level first, so the bf16 matmuls run the
-// kernel it picks (fp16, fma512) rather than the machine's best (skipped where the CPU
-// lacks it).
+// (an isa_name, e.g. avx512fp16 or vnni) caps the kernels at that level first, so the bf16
+// matmuls run the kernel it picks (fp16, fma512) rather than the machine's best (skipped
+// where the CPU lacks it).
 TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   const auto target_dir = kModels / "tiny-target";
   const std::string param = GetParam();
@@ -46,9 +46,12 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   }
   std::optional<ScopedIsaCap> cap;
   if (!variant.empty() && !int8) {
-    const Isa level = variant == "avx512fp16" ? Isa::kAvx512Fp16 : Isa::kVnni;
-    if (!isa_supported(level)) GTEST_SKIP() << "this CPU lacks ISA " << variant;
-    cap.emplace(level);
+    std::optional<Isa> level;
+    for (size_t i = 0; i < kNumIsas; ++i)
+      if (isa_name(static_cast<Isa>(i)) == variant) level = static_cast<Isa>(i);
+    ASSERT_TRUE(level.has_value()) << "unknown variant '" << variant << "': int8 or an ISA name";
+    if (!isa_supported(*level)) GTEST_SKIP() << "this CPU lacks ISA " << variant;
+    cap.emplace(*level);
   }
   SpeculatorOptions so;
   so.speculator = name == "ngram" ? "ngram" : (kModels / name).string();
