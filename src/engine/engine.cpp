@@ -200,6 +200,7 @@ void Engine::drop_cancelled(std::vector<RequestOutput>& outputs) {
 void Engine::propose_drafts() {
   for (const auto& r : scheduler_.running()) {
     r->drafts.clear();
+    r->unverified_draft = -1;
     r->draft_probs = nullptr;
     r->draft_confidence = nullptr;
     r->confidence.forget_round();
@@ -283,7 +284,7 @@ void Engine::choose_verified_lengths() {
   chosen_lengths_.assign(candidates_.size(), 0);
   schedule_metrics_.predicted_accepted +=
       draft_budget_->choose_lengths(candidates_, decoding, spec_metrics_, chosen_lengths_);
-  for (size_t i = 0; i < deciding_.size(); ++i) deciding_[i]->drafts.resize(chosen_lengths_[i]);
+  for (size_t i = 0; i < deciding_.size(); ++i) deciding_[i]->keep_drafts(static_cast<size_t>(chosen_lengths_[i]));
 }
 
 void Engine::commit_step(std::span<const ScheduledRequest> scheduled, std::vector<RequestOutput>& outputs) {
@@ -334,7 +335,14 @@ void Engine::commit_step(std::span<const ScheduledRequest> scheduled, std::vecto
 }
 
 void Engine::record_round(Request& r, const OutputProcessor::Verdict& verdict, bool decoding_round) {
-  r.confidence.observe(confidence_calibrator_, verdict.num_drafts, verdict.num_accepted);
+  // A draft past the verified ones whose fate the round showed is one more observation of
+  // its position: without it, positions the schedule cuts when their confidence is low
+  // would be observed only in the rounds confident enough to verify them, and their
+  // offsets learned from those alone would drift down (the confident ones survive less
+  // often than predicted), cutting ever more of them.
+  const bool seen = verdict.unverified_survives.has_value();
+  r.confidence.observe(confidence_calibrator_, verdict.num_drafts + (seen ? 1 : 0),
+                       verdict.num_accepted + (seen && *verdict.unverified_survives ? 1 : 0));
   if (verdict.num_drafts > 0) {
     const std::span<const float> confidence = r.draft_confidence
                                                   ? std::span<const float>(r.draft_confidence, verdict.num_drafts)

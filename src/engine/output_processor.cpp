@@ -80,14 +80,18 @@ OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits
   };
   for (int32_t j = 0; j < verdict.num_accepted && !finished; ++j) emit(j, r.drafts[j]);
   if (!finished) emit(verdict.num_accepted, verdict.next_token);
+  Verdict result{num_drafts, verdict.num_accepted, std::nullopt};
+  if (sp.greedy() && verdict.is_bonus && r.unverified_draft >= 0)
+    result.unverified_survives = r.unverified_draft == verdict.next_token;
   r.drafts.clear();
+  r.unverified_draft = -1;
   if (!out.token_ids.empty() || out.finished) {
     out.request_id = r.id;
     out.prompt_tokens = r.num_prompt_tokens;
     out.output_tokens = r.num_output_tokens();
     outputs.push_back(std::move(out));
   }
-  return {num_drafts, verdict.num_accepted};
+  return result;
 }
 
 TokenLogprob OutputProcessor::token_logprob(const float* logits, const float* probs, int32_t token, const Request& r,

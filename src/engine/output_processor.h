@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -28,6 +29,11 @@ class OutputProcessor {
   struct Verdict {
     int32_t num_drafts = 0;    // drafts verified
     int32_t num_accepted = 0;  // of those, accepted
+    // Whether the first unverified draft (Request::unverified_draft) would have survived,
+    // where the round tells: a greedy request whose verified drafts were all accepted
+    // emits the target's argmax at that draft's position, the very test verification
+    // would have applied to it.
+    std::optional<bool> unverified_survives;
   };
   // logits: [request.drafts.size() + 1, vocab], the target's rows for the request's last
   // committed token and each draft. Commits the accepted drafts and the next token

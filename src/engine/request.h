@@ -61,6 +61,10 @@ struct Request {
   Rng rng;                             // target sampling and verification
   Rng draft_rng;                       // the drafter's own stream
   std::vector<int32_t> drafts;         // this step's drafts (copied from the proposer)
+  // The first draft the step left unverified (cut by the prefix schedule or the token
+  // budget), or -1: a greedy round whose verified drafts all survive tells whether it would
+  // have too (spec/confidence_calibrator.h).
+  int32_t unverified_draft = -1;
   const float* draft_probs = nullptr;  // [drafts, vocab] q, or null (one-hot)
   const float* draft_confidence = nullptr;  // [drafts] or null: what the schedule and metrics see
   RequestConfidence confidence;        // this round's corrected confidences (EngineOptions::adapt_confidence)
@@ -76,6 +80,12 @@ struct Request {
   int64_t num_output_tokens() const { return static_cast<int64_t>(tokens.size()) - num_prompt_tokens; }
   int64_t num_uncomputed() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
   bool is_decoding() const { return num_uncomputed() == 1; }
+  // Verifies only the first n drafts this step, remembering the first one left out.
+  void keep_drafts(size_t n) {
+    if (n >= drafts.size()) return;
+    unverified_draft = drafts[n];
+    drafts.resize(n);
+  }
 };
 
 }  // namespace dspark

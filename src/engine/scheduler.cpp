@@ -52,7 +52,7 @@ const std::vector<ScheduledRequest>& Scheduler::schedule() {
       }
     }
     if (preempted_self) break;
-    r.drafts.resize(num_drafts);
+    r.keep_drafts(static_cast<size_t>(num_drafts));
     scheduled_.push_back({&r, static_cast<int32_t>(num_real), static_cast<int32_t>(num_drafts)});
     budget -= num_real + num_drafts;
   }

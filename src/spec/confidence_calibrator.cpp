@@ -61,12 +61,12 @@ std::span<const float> RequestConfidence::correct(const ConfidenceCalibrator& ca
   return corrected_;
 }
 
-void RequestConfidence::observe(ConfidenceCalibrator& calibrator, int32_t num_verified, int32_t num_accepted) {
+void RequestConfidence::observe(ConfidenceCalibrator& calibrator, int32_t num_observed, int32_t num_accepted) {
   if (!active_) return;
   active_ = false;
-  DSPARK_CHECK(num_verified >= 0 && static_cast<size_t>(num_verified) <= proposed_.size(),
-               "RequestConfidence: {} drafts verified of {} corrected", num_verified, proposed_.size());
-  const auto n = static_cast<size_t>(num_verified);
+  DSPARK_CHECK(num_observed >= 0 && static_cast<size_t>(num_observed) <= proposed_.size(),
+               "RequestConfidence: {} drafts observed of {} corrected", num_observed, proposed_.size());
+  const auto n = static_cast<size_t>(num_observed);
   calibrator.observe(source_, greedy_, std::span<const float>(proposed_).first(n), num_accepted);
   if (source_ != ConfidenceSource::kHead) lookup_offset_.observe(std::span<const float>(calibrated_).first(n), num_accepted);
 }

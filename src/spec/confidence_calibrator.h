@@ -13,7 +13,12 @@
 //    each draft position j, one logit offset g learned from every request's rounds:
 //    c_j -> σ(logit c_j + g_{source, j}). Each verified position is one Bernoulli observation
 //    (it survived or not, given its predecessors did) of a ConfidenceOffset, whose precision
-//    is capped so that g follows traffic that changes.
+//    is capped so that g follows traffic that changes. So is the first draft the schedule
+//    cut, when a greedy round accepted every verified one: its bonus token is the argmax
+//    that draft would have had to match. Without it a position would be observed only in
+//    the rounds confident enough to verify it, which survive less often than predicted
+//    (the 5 eval domains, greedy, adaptive: the head's 4th-position offset -0.19 against
+//    -0.01 with the cut drafts seen; fixed K = 4, which cuts none, -0.02).
 //  - RequestConfidence, one per request: for repeat lookup, the request's own offset on top
 //    (spec/confidence_offset.h): a loop either holds in a request or it does not. The head's
 //    drafts get none: replaying the eval and held-out sets' rounds, a per-request offset on
@@ -50,8 +55,9 @@ class ConfidenceCalibrator {
 
   // out[j] = σ(logit confidence[j] + g_{source, greedy, j}); out may alias confidence.
   void calibrate(ConfidenceSource source, bool greedy, std::span<const float> confidence, std::span<float> out) const;
-  // One verified round: `confidence` = the proposer's c_j of its verified drafts (before
-  // calibrate), of which the first num_accepted were accepted.
+  // One round: `confidence` = the proposer's c_j (before calibrate) of the drafts whose fate
+  // it showed (the verified ones, and the first cut one where a greedy bonus token showed
+  // it), of which the first num_accepted survived.
   void observe(ConfidenceSource source, bool greedy, std::span<const float> confidence, int32_t num_accepted);
 
   // g_{source, greedy, j} (0 for a position never verified).
@@ -77,9 +83,10 @@ class RequestConfidence {
   // Valid until the next correct() or forget_round().
   std::span<const float> correct(const ConfidenceCalibrator& calibrator, ConfidenceSource source, bool greedy,
                                  std::span<const float> proposed);
-  // The round's verdict, for the engine's calibrator and the request's offset; nothing
-  // when this round's confidences were not corrected.
-  void observe(ConfidenceCalibrator& calibrator, int32_t num_verified, int32_t num_accepted);
+  // The round's verdict, for the engine's calibrator and the request's offset: of its first
+  // num_observed drafts (as ConfidenceCalibrator::observe), the first num_accepted survived.
+  // Nothing when this round's confidences were not corrected.
+  void observe(ConfidenceCalibrator& calibrator, int32_t num_observed, int32_t num_accepted);
   // This round has no corrected confidences (no drafts, or none from a confidence source).
   void forget_round() { active_ = false; }
 

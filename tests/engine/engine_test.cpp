@@ -449,6 +449,39 @@ TEST(Engine, VerifiedRoundsCorrectEveryConfidenceSource) {
   EXPECT_NEAR(predicted_first(ConfidenceSource::kHead, false), 0.9, 1e-6);
 }
 
+// The self-drafter (every greedy draft right) whose head doubts its third and fourth
+// drafts (0.02): the schedule cuts them, so no verified round shows how they fare.
+std::unique_ptr<Proposer> doubtful_tail_self_drafter() {
+  static const std::vector<float> confidence = {0.9f, 0.9f, 0.02f, 0.02f};
+  return std::make_unique<RewritingProposer>(self_drafter(), [](std::vector<int32_t>& d) {
+    return Draft{d, nullptr, confidence.data(), ConfidenceSource::kHead};
+  });
+}
+
+TEST(Engine, GreedyRoundsLearnTheFirstCutDraftFromTheBonusToken) {
+  // Step time 1 + 0.05 (B - 1): a third draft predicted to survive with 0.9 · 0.9 · 0.02 is
+  // not worth its token, so rounds verify two drafts, both accepted. The bonus token then
+  // shows that the third would have survived as well: the head's offset at position 3
+  // rises until the third draft is verified too. Learned from verified positions alone,
+  // position 3 would never be observed and every round would stop at two.
+  auto [ps, reference, model, tok] = greedy_case(8, 40);
+  Engine engine(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), doubtful_tail_self_drafter());
+  EXPECT_EQ(run_all(engine, ps, greedy(40)), reference);
+  const ConfidenceCalibrator& calibrator = engine.confidence_calibrator();
+  EXPECT_GE(calibrator.num_positions(ConfidenceSource::kHead, /*greedy=*/true), 3);
+  EXPECT_GT(calibrator.offset(ConfidenceSource::kHead, true, 2), 2.0);
+  EXPECT_GT(engine.schedule_metrics().mean_verified_length(), 2.5);
+
+  // A sampled request's bonus token is a draw, not the test a draft must pass: nothing is
+  // learned past the verified drafts.
+  Engine sampled(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), doubtful_tail_self_drafter());
+  GenerationOptions g = greedy(40);
+  g.sampling.temperature = 1.0f;
+  run_all(sampled, ps, g);
+  EXPECT_LE(sampled.confidence_calibrator().num_positions(ConfidenceSource::kHead, /*greedy=*/false), 2);
+  EXPECT_LE(sampled.schedule_metrics().mean_verified_length(), 2.0);
+}
+
 TEST(Engine, AdaptiveScheduleStopsDraftingWhenTheDrafterCostsMoreThanItSaves) {
   auto [ps, reference, model, tok] = greedy_case(8, 40);
   // The cost table says 10 ms per step, +10% per extra token. The target drafts for itself,

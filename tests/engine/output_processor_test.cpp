@@ -4,6 +4,7 @@
 #include "engine/output_processor.h"
 
 #include <limits>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -89,6 +90,49 @@ TEST(OutputProcessor, WithoutAConstraintTheLogitsDecide) {
   detokenizer.process(outputs[0]);
   EXPECT_EQ(outputs[0].text, "x");
   EXPECT_EQ(outputs[0].finish_reason, FinishReason::kLength);
+}
+
+
+// A greedy round whose verified drafts all survive emits the target's argmax where the
+// first unverified draft would have gone: the verdict says whether that draft would have
+// survived too. Not when a verified draft was rejected (the round never reached it), nor
+// for a sampled request (its bonus token is a draw, not the test a draft must pass).
+TEST(OutputProcessor, AGreedyBonusTokenShowsWhetherTheFirstUnverifiedDraftWouldHaveSurvived) {
+  const auto dir = testing::write_tiny_tokenizer(testing::make_temp_dir("output-processor-unverified"), kVocab);
+  const Tokenizer tok = Tokenizer::from_dir(dir);
+  OutputProcessor processor(kVocab, 256, /*max_drafts=*/4, tok);
+  // Rows for the anchor and drafts 'a', 'b': their argmaxes 'a', 'b', then `next`.
+  auto rows = [](char next) {
+    std::vector<float> logits(3 * kVocab, -10.0f);
+    logits[0 * kVocab + id_of('a')] = 5.0f;
+    logits[1 * kVocab + id_of('b')] = 5.0f;
+    logits[2 * kVocab + id_of(next)] = 5.0f;
+    return logits;
+  };
+  auto round = [&](float temperature, std::vector<int32_t> drafts, int32_t unverified, char next) {
+    GenerationOptions g;
+    g.max_tokens = 10;
+    g.sampling.temperature = temperature;
+    Request r(1, {id_of('Q')}, g);
+    r.spec_metrics = SpecDecodeMetrics(4);
+    r.drafts = std::move(drafts);
+    r.drafts.push_back(unverified);
+    r.keep_drafts(2);
+    EXPECT_EQ(r.unverified_draft, unverified);
+    std::vector<RequestOutput> outputs;
+    const std::vector<float> logits = rows(next);
+    const OutputProcessor::Verdict v = processor.commit(r, logits.data(), outputs);
+    EXPECT_EQ(r.unverified_draft, -1);  // one round's knowledge
+    return v;
+  };
+  const OutputProcessor::Verdict right = round(0, {id_of('a'), id_of('b')}, id_of('c'), 'c');
+  EXPECT_EQ(right.num_accepted, 2);
+  EXPECT_EQ(right.unverified_survives, std::optional<bool>(true));
+  EXPECT_EQ(round(0, {id_of('a'), id_of('b')}, id_of('c'), 'd').unverified_survives, std::optional<bool>(false));
+  const OutputProcessor::Verdict rejected = round(0, {id_of('a'), id_of('x')}, id_of('c'), 'c');
+  EXPECT_EQ(rejected.num_accepted, 1);
+  EXPECT_FALSE(rejected.unverified_survives.has_value());
+  EXPECT_FALSE(round(1.0f, {id_of('a'), id_of('b')}, id_of('c'), 'c').unverified_survives.has_value());
 }
 
 }  // namespace
