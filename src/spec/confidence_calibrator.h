@@ -18,7 +18,7 @@
 //    that draft would have had to match. Without it a position would be observed only in
 //    the rounds confident enough to verify it, which survive less often than predicted
 //    (the 5 eval domains, greedy, adaptive: the head's 4th-position offset -0.19 against
-//    -0.01 with the cut drafts seen; fixed K = 4, which cuts none, -0.02).
+//    -0.01 with the cut drafts seen, and +0.22 at fixed K = 4, which cuts none).
 //  - RequestConfidence, one per request: for repeat lookup, the request's own offset on top
 //    (spec/confidence_offset.h): a loop either holds in a request or it does not. The head's
 //    drafts get none: replaying the eval and held-out sets' rounds, a per-request offset on
