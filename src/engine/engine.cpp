@@ -199,8 +199,7 @@ void Engine::drop_cancelled(std::vector<RequestOutput>& outputs) {
 
 void Engine::propose_drafts() {
   for (const auto& r : scheduler_.running()) {
-    r->drafts.clear();
-    r->unverified_draft = -1;
+    r->clear_drafts();
     r->draft_probs = nullptr;
     r->draft_confidence = nullptr;
     r->confidence.forget_round();
@@ -335,11 +334,8 @@ void Engine::commit_step(std::span<const ScheduledRequest> scheduled, std::vecto
 }
 
 void Engine::record_round(Request& r, const OutputProcessor::Verdict& verdict, bool decoding_round) {
-  // A draft past the verified ones whose fate the round showed is one more observation of
-  // its position: without it, positions the schedule cuts when their confidence is low
-  // would be observed only in the rounds confident enough to verify them, and their
-  // offsets learned from those alone would drift down (the confident ones survive less
-  // often than predicted), cutting ever more of them.
+  // The first cut draft, where the round showed its fate, is one more observation of its
+  // position (why: spec/confidence_calibrator.h).
   const bool seen = verdict.unverified_survives.has_value();
   r.confidence.observe(confidence_calibrator_, verdict.num_drafts + (seen ? 1 : 0),
                        verdict.num_accepted + (seen && *verdict.unverified_survives ? 1 : 0));

@@ -83,8 +83,7 @@ OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits
   Verdict result{num_drafts, verdict.num_accepted, std::nullopt};
   if (sp.greedy() && verdict.is_bonus && r.unverified_draft >= 0)
     result.unverified_survives = r.unverified_draft == verdict.next_token;
-  r.drafts.clear();
-  r.unverified_draft = -1;
+  r.clear_drafts();
   if (!out.token_ids.empty() || out.finished) {
     out.request_id = r.id;
     out.prompt_tokens = r.num_prompt_tokens;

@@ -86,6 +86,11 @@ struct Request {
     unverified_draft = drafts[n];
     drafts.resize(n);
   }
+  // No drafts this step (none made yet, verified, or the request preempted).
+  void clear_drafts() {
+    drafts.clear();
+    unverified_draft = -1;
+  }
 };
 
 }  // namespace dspark

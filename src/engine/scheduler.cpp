@@ -76,7 +76,7 @@ const std::vector<ScheduledRequest>& Scheduler::schedule() {
 void Scheduler::preempt(Request& victim) {
   release(victim);
   victim.num_computed = 0;
-  victim.drafts.clear();
+  victim.clear_drafts();
   victim.state = RequestState::kWaiting;
   ++stats_.num_preemptions;
   auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == &victim; });

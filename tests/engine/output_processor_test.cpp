@@ -135,5 +135,28 @@ TEST(OutputProcessor, AGreedyBonusTokenShowsWhetherTheFirstUnverifiedDraftWouldH
   EXPECT_FALSE(round(1.0f, {id_of('a'), id_of('b')}, id_of('c'), 'c').unverified_survives.has_value());
 }
 
+// Drafts cleared after the schedule cut them (the request preempted before its round was
+// verified) leave no cut draft behind: the request's next commit observes nothing past it.
+TEST(OutputProcessor, ClearedDraftsLeaveNoCutDraftToObserve) {
+  const auto dir = testing::write_tiny_tokenizer(testing::make_temp_dir("output-processor-cleared"), kVocab);
+  const Tokenizer tok = Tokenizer::from_dir(dir);
+  OutputProcessor processor(kVocab, 256, /*max_drafts=*/4, tok);
+  GenerationOptions g;
+  g.max_tokens = 10;
+  g.sampling.temperature = 0;
+  Request r(1, {id_of('Q')}, g);
+  r.spec_metrics = SpecDecodeMetrics(4);
+  r.drafts = {id_of('a'), id_of('b')};
+  r.keep_drafts(0);
+  EXPECT_EQ(r.unverified_draft, id_of('a'));
+  r.clear_drafts();
+  EXPECT_TRUE(r.drafts.empty());
+  EXPECT_EQ(r.unverified_draft, -1);
+  std::vector<float> logits(kVocab, -10.0f);
+  logits[id_of('a')] = 5.0f;
+  std::vector<RequestOutput> outputs;
+  EXPECT_FALSE(processor.commit(r, logits.data(), outputs).unverified_survives.has_value());
+}
+
 }  // namespace
 }  // namespace dspark
