@@ -336,9 +336,7 @@ void Engine::commit_step(std::span<const ScheduledRequest> scheduled, std::vecto
 void Engine::record_round(Request& r, const OutputProcessor::Verdict& verdict, bool decoding_round) {
   // The first cut draft, where the round showed its fate, is one more observation of its
   // position (why: spec/confidence_calibrator.h).
-  const bool seen = verdict.unverified_survives.has_value();
-  r.confidence.observe(confidence_calibrator_, verdict.num_drafts + (seen ? 1 : 0),
-                       verdict.num_accepted + (seen && *verdict.unverified_survives ? 1 : 0));
+  r.confidence.observe(confidence_calibrator_, verdict.num_drafts, verdict.num_accepted, verdict.unverified_survival);
   if (verdict.num_drafts > 0) {
     const std::span<const float> confidence = r.draft_confidence
                                                   ? std::span<const float>(r.draft_confidence, verdict.num_drafts)

@@ -81,8 +81,9 @@ OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits
   for (int32_t j = 0; j < verdict.num_accepted && !finished; ++j) emit(j, r.drafts[j]);
   if (!finished) emit(verdict.num_accepted, verdict.next_token);
   Verdict result{num_drafts, verdict.num_accepted, std::nullopt};
-  if (sp.greedy() && verdict.is_bonus && r.unverified_draft >= 0)
-    result.unverified_survives = r.unverified_draft == verdict.next_token;
+  if (verdict.is_bonus && r.unverified_draft >= 0)
+    result.unverified_survival = cut_draft_survival(r, probs_.data() + static_cast<int64_t>(num_drafts) * vocab,
+                                                    num_drafts, verdict.next_token);
   r.clear_drafts();
   if (!out.token_ids.empty() || out.finished) {
     out.request_id = r.id;
@@ -91,6 +92,18 @@ OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits
     outputs.push_back(std::move(out));
   }
   return result;
+}
+
+double OutputProcessor::cut_draft_survival(const Request& r, const float* p, int32_t position, int32_t emitted) const {
+  const SamplingParams& sp = r.options.sampling;
+  const int32_t x = r.unverified_draft;
+  if (sp.greedy() || sp.position_keyed) return x == emitted ? 1.0 : 0.0;
+  // The standard rule (spec/rejection_sampler.h): accept with min(1, p(x) / q(x)); a
+  // one-hot q (no draft_probs) has q(x) = 1, and q(x) = 0 accepts wherever p(x) > 0.
+  const double px = p[x];
+  const double qx = r.draft_probs ? r.draft_probs[static_cast<int64_t>(position) * vocab_ + x] : 1.0;
+  if (qx <= 0) return px > 0 ? 1.0 : 0.0;
+  return std::min(1.0, px / qx);
 }
 
 TokenLogprob OutputProcessor::token_logprob(const float* logits, const float* probs, int32_t token, const Request& r,

@@ -29,11 +29,13 @@ class OutputProcessor {
   struct Verdict {
     int32_t num_drafts = 0;    // drafts verified
     int32_t num_accepted = 0;  // of those, accepted
-    // Whether the first unverified draft (Request::unverified_draft) would have survived,
-    // where the round tells: a greedy request whose verified drafts were all accepted
-    // emits the target's argmax at that draft's position, the very test verification
-    // would have applied to it.
-    std::optional<bool> unverified_survives;
+    // The probability that the first unverified draft (Request::unverified_draft) would
+    // have survived, where the round tells: all verified drafts were accepted, so the
+    // target's row for the next position is the one that draft would have been tested
+    // against. Greedy and position-keyed requests: 1 or 0, whether it equals the emitted
+    // token (the argmax, or the keyed draw, it would have had to match); other sampled
+    // requests: min(1, p(x) / q(x)), the acceptance test's probability.
+    std::optional<double> unverified_survival;
   };
   // logits: [request.drafts.size() + 1, vocab], the target's rows for the request's last
   // committed token and each draft. Commits the accepted drafts and the next token
@@ -46,6 +48,10 @@ class OutputProcessor {
   void finish(Request& request, FinishReason reason, RequestOutput& out);
 
  private:
+  // The probability that the request's cut draft would have survived at draft position
+  // `position` (Verdict::unverified_survival): p the target's distribution there under the
+  // request's transform, emitted the token the round emitted there.
+  double cut_draft_survival(const Request& request, const float* p, int32_t position, int32_t emitted) const;
   // Appends one token; returns true when the request finished.
   bool append_token(Request& request, int32_t token, RequestOutput& out);
   // The log-probabilities reported for `token`, emitted from one row of the target:

@@ -62,8 +62,8 @@ struct Request {
   Rng draft_rng;                       // the drafter's own stream
   std::vector<int32_t> drafts;         // this step's drafts (copied from the proposer)
   // The first draft the step left unverified (cut by the prefix schedule or the token
-  // budget), or -1: a greedy round whose verified drafts all survive tells whether it would
-  // have too (spec/confidence_calibrator.h).
+  // budget), or -1: a round whose verified drafts all survive tells how it would have fared
+  // (OutputProcessor::Verdict::unverified_survival, spec/confidence_calibrator.h).
   int32_t unverified_draft = -1;
   const float* draft_probs = nullptr;  // [drafts, vocab] q, or null (one-hot)
   const float* draft_confidence = nullptr;  // [drafts] or null: what the schedule and metrics see

@@ -42,6 +42,14 @@ void ConfidenceCalibrator::observe(ConfidenceSource source, bool greedy, std::sp
   }
 }
 
+void ConfidenceCalibrator::observe_cut(ConfidenceSource source, bool greedy, int32_t position, float confidence,
+                                       double survival) {
+  DSPARK_CHECK(position >= 0, "ConfidenceCalibrator: cut draft at position {}", position);
+  std::vector<ConfidenceOffset>& g = offsets_[static_cast<size_t>(source)][greedy ? 1 : 0];
+  while (g.size() <= static_cast<size_t>(position)) g.emplace_back(kPriorPrecision, kMaxPrecision);
+  g[static_cast<size_t>(position)].observe_soft(confidence, survival);
+}
+
 double ConfidenceCalibrator::offset(ConfidenceSource source, bool greedy, int32_t position) const {
   const std::vector<ConfidenceOffset>& g = offsets(source, greedy);
   return position >= 0 && static_cast<size_t>(position) < g.size() ? g[static_cast<size_t>(position)].offset() : 0.0;
@@ -61,14 +69,23 @@ std::span<const float> RequestConfidence::correct(const ConfidenceCalibrator& ca
   return corrected_;
 }
 
-void RequestConfidence::observe(ConfidenceCalibrator& calibrator, int32_t num_observed, int32_t num_accepted) {
+void RequestConfidence::observe(ConfidenceCalibrator& calibrator, int32_t num_verified, int32_t num_accepted,
+                                std::optional<double> cut_survival) {
   if (!active_) return;
   active_ = false;
-  DSPARK_CHECK(num_observed >= 0 && static_cast<size_t>(num_observed) <= proposed_.size(),
-               "RequestConfidence: {} drafts observed of {} corrected", num_observed, proposed_.size());
-  const auto n = static_cast<size_t>(num_observed);
+  const size_t cut = cut_survival ? 1 : 0;
+  DSPARK_CHECK(num_verified >= 0 && static_cast<size_t>(num_verified) + cut <= proposed_.size(),
+               "RequestConfidence: {} drafts verified{} of {} corrected", num_verified, cut ? " and one cut" : "",
+               proposed_.size());
+  DSPARK_CHECK(!cut_survival || num_accepted == num_verified,
+               "RequestConfidence: a cut draft observed after {} of {} drafts were accepted", num_accepted,
+               num_verified);
+  const auto n = static_cast<size_t>(num_verified);
   calibrator.observe(source_, greedy_, std::span<const float>(proposed_).first(n), num_accepted);
-  if (source_ != ConfidenceSource::kHead) lookup_offset_.observe(std::span<const float>(calibrated_).first(n), num_accepted);
+  if (cut_survival) calibrator.observe_cut(source_, greedy_, num_verified, proposed_[n], *cut_survival);
+  if (source_ == ConfidenceSource::kHead) return;
+  lookup_offset_.observe(std::span<const float>(calibrated_).first(n), num_accepted);
+  if (cut_survival) lookup_offset_.observe_soft(calibrated_[n], *cut_survival);
 }
 
 }  // namespace dspark

@@ -14,11 +14,13 @@
 //    c_j -> σ(logit c_j + g_{source, j}). Each verified position is one Bernoulli observation
 //    (it survived or not, given its predecessors did) of a ConfidenceOffset, whose precision
 //    is capped so that g follows traffic that changes. So is the first draft the schedule
-//    cut, when a greedy round accepted every verified one: its bonus token is the argmax
-//    that draft would have had to match. Without it a position would be observed only in
-//    the rounds confident enough to verify it, which survive less often than predicted
-//    (the 5 eval domains, greedy, adaptive: the head's 4th-position offset -0.19 against
-//    -0.01 with the cut drafts seen, and +0.22 at fixed K = 4, which cuts none).
+//    cut, when a round accepted every verified one: the target's row for its position is
+//    computed, so the probability that it would have survived is known (observe_cut: 1 or
+//    0 for greedy requests, whose bonus token is the argmax it had to match; min(1, p/q)
+//    for sampled ones). Without it a position would be observed only in the rounds
+//    confident enough to verify it, which survive less often than predicted (the 5 eval
+//    domains, adaptive: the head's 4th-position offset greedy -0.19 against -0.01 with the
+//    cut drafts seen, and +0.22 at fixed K = 4, which cuts none).
 //  - RequestConfidence, one per request: for repeat lookup, the request's own offset on top
 //    (spec/confidence_offset.h): a loop either holds in a request or it does not. The head's
 //    drafts get none: replaying the eval and held-out sets' rounds, a per-request offset on
@@ -33,6 +35,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -55,10 +58,13 @@ class ConfidenceCalibrator {
 
   // out[j] = σ(logit confidence[j] + g_{source, greedy, j}); out may alias confidence.
   void calibrate(ConfidenceSource source, bool greedy, std::span<const float> confidence, std::span<float> out) const;
-  // One round: `confidence` = the proposer's c_j (before calibrate) of the drafts whose fate
-  // it showed (the verified ones, and the first cut one where a greedy bonus token showed
-  // it), of which the first num_accepted survived.
+  // One verified round: `confidence` = the proposer's c_j of its verified drafts (before
+  // calibrate), of which the first num_accepted were accepted.
   void observe(ConfidenceSource source, bool greedy, std::span<const float> confidence, int32_t num_accepted);
+  // The first draft a round cut, at `position` (0-based), reached (every verified draft
+  // survived): c its proposer's confidence, survival the probability it would have survived
+  // (0 or 1 where the round's test is exact).
+  void observe_cut(ConfidenceSource source, bool greedy, int32_t position, float confidence, double survival);
 
   // g_{source, greedy, j} (0 for a position never verified).
   double offset(ConfidenceSource source, bool greedy, int32_t position) const;
@@ -83,10 +89,12 @@ class RequestConfidence {
   // Valid until the next correct() or forget_round().
   std::span<const float> correct(const ConfidenceCalibrator& calibrator, ConfidenceSource source, bool greedy,
                                  std::span<const float> proposed);
-  // The round's verdict, for the engine's calibrator and the request's offset: of its first
-  // num_observed drafts (as ConfidenceCalibrator::observe), the first num_accepted survived.
+  // The round's verdict, for the engine's calibrator and the request's offset: of its
+  // num_verified drafts the first num_accepted were accepted, and where every one was and
+  // the round cut the next, cut_survival is the probability that one would have survived.
   // Nothing when this round's confidences were not corrected.
-  void observe(ConfidenceCalibrator& calibrator, int32_t num_observed, int32_t num_accepted);
+  void observe(ConfidenceCalibrator& calibrator, int32_t num_verified, int32_t num_accepted,
+               std::optional<double> cut_survival = std::nullopt);
   // This round has no corrected confidences (no drafts, or none from a confidence source).
   void forget_round() { active_ = false; }
 

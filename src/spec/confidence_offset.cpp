@@ -43,6 +43,16 @@ void ConfidenceOffset::observe(std::span<const float> confidence, int32_t num_ac
     gradient += (static_cast<int32_t>(j) < num_accepted ? 1.0 : 0.0) - p;
     curvature += p * (1.0 - p);
   }
+  step(gradient, curvature);
+}
+
+void ConfidenceOffset::observe_soft(float confidence, double survival) {
+  DSPARK_CHECK(survival >= 0 && survival <= 1, "ConfidenceOffset: survival probability {} outside [0, 1]", survival);
+  const double p = sigmoid(logit(confidence) + offset_);
+  step(survival - p, p * (1.0 - p));
+}
+
+void ConfidenceOffset::step(double gradient, double curvature) {
   precision_ = std::min(precision_ + curvature, max_precision_);
   offset_ += gradient / precision_;
 }

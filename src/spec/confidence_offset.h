@@ -40,10 +40,17 @@ class ConfidenceOffset {
   // One verification round: confidence = the head's c_j of its verified drafts (before
   // apply), of which the first num_accepted were accepted.
   void observe(std::span<const float> confidence, int32_t num_accepted);
+  // One draft that survives with a known probability: its head's c (before apply) and that
+  // probability, a soft Bernoulli observation (a sampled round's first cut draft, whose
+  // acceptance test's probability the round's target distribution gives).
+  void observe_soft(float confidence, double survival);
 
   double offset() const { return offset_; }
 
  private:
+  // One Newton step: the log-likelihood's gradient and curvature in b over the observations.
+  void step(double gradient, double curvature);
+
   double offset_ = 0;  // b
   double precision_;   // prior + Σ c'(1 - c') over the observations so far, at most max_precision_
   double max_precision_;

@@ -4,6 +4,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -449,37 +450,51 @@ TEST(Engine, VerifiedRoundsCorrectEveryConfidenceSource) {
   EXPECT_NEAR(predicted_first(ConfidenceSource::kHead, false), 0.9, 1e-6);
 }
 
-// The self-drafter (every greedy draft right) whose head doubts its third and fourth
-// drafts (0.02): the schedule cuts them, so no verified round shows how they fare.
-std::unique_ptr<Proposer> doubtful_tail_self_drafter() {
-  static const std::vector<float> confidence = {0.9f, 0.9f, 0.02f, 0.02f};
-  return std::make_unique<RewritingProposer>(self_drafter(), [](std::vector<int32_t>& d) {
-    return Draft{d, nullptr, confidence.data(), ConfidenceSource::kHead};
-  });
-}
+// The self-drafter (its drafts are the target's own: greedy ones always right, sampled ones
+// drawn from q = p, so always accepted), its q kept, with a head that doubts the third and
+// fourth drafts (0.02): the schedule cuts them, so no verified round shows how they fare.
+class DoubtfulTailSelfDrafter final : public Proposer {
+ public:
+  ProposerCapabilities capabilities() const override { return inner_->capabilities(); }
+  int32_t num_speculative_tokens() const override { return inner_->num_speculative_tokens(); }
+  void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override {
+    inner_->propose(requests, drafts);
+    for (Draft& d : drafts) {
+      d.confidence = kConfidence.data();
+      d.confidence_source = ConfidenceSource::kHead;
+    }
+  }
+  void observe(std::span<const CommittedHiddenStates> committed) override { inner_->observe(committed); }
+  void release(int32_t slot) override { inner_->release(slot); }
 
-TEST(Engine, GreedyRoundsLearnTheFirstCutDraftFromTheBonusToken) {
+ private:
+  static constexpr std::array<float, 4> kConfidence = {0.9f, 0.9f, 0.02f, 0.02f};
+  std::unique_ptr<Proposer> inner_ = self_drafter();
+};
+
+TEST(Engine, RoundsLearnTheFirstCutDraftTheyReach) {
   // Step time 1 + 0.05 (B - 1): a third draft predicted to survive with 0.9 · 0.9 · 0.02 is
   // not worth its token, so rounds verify two drafts, both accepted. The bonus token then
   // shows that the third would have survived as well: the head's offset at position 3
   // rises until the third draft is verified too. Learned from verified positions alone,
   // position 3 would never be observed and every round would stop at two.
   auto [ps, reference, model, tok] = greedy_case(8, 40);
-  Engine engine(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), doubtful_tail_self_drafter());
+  Engine engine(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), std::make_unique<DoubtfulTailSelfDrafter>());
   EXPECT_EQ(run_all(engine, ps, greedy(40)), reference);
   const ConfidenceCalibrator& calibrator = engine.confidence_calibrator();
   EXPECT_GE(calibrator.num_positions(ConfidenceSource::kHead, /*greedy=*/true), 3);
   EXPECT_GT(calibrator.offset(ConfidenceSource::kHead, true, 2), 2.0);
   EXPECT_GT(engine.schedule_metrics().mean_verified_length(), 2.5);
 
-  // A sampled request's bonus token is a draw, not the test a draft must pass: nothing is
-  // learned past the verified drafts.
-  Engine sampled(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), doubtful_tail_self_drafter());
+  // Sampled requests learn it too, in their own offsets, from the acceptance test's
+  // probability at the cut draft: min(1, p(x) / q(x)), 1 here.
+  Engine sampled(*model, tok, adaptive_options(affine_sps(1.0, 0.05)), std::make_unique<DoubtfulTailSelfDrafter>());
   GenerationOptions g = greedy(40);
   g.sampling.temperature = 1.0f;
   run_all(sampled, ps, g);
-  EXPECT_LE(sampled.confidence_calibrator().num_positions(ConfidenceSource::kHead, /*greedy=*/false), 2);
-  EXPECT_LE(sampled.schedule_metrics().mean_verified_length(), 2.0);
+  const ConfidenceCalibrator& sampled_calibrator = sampled.confidence_calibrator();
+  EXPECT_GE(sampled_calibrator.num_positions(ConfidenceSource::kHead, /*greedy=*/false), 3);
+  EXPECT_GT(sampled_calibrator.offset(ConfidenceSource::kHead, false, 2), 1.0);
 }
 
 TEST(Engine, AdaptiveScheduleStopsDraftingWhenTheDrafterCostsMoreThanItSaves) {

@@ -93,23 +93,32 @@ TEST(OutputProcessor, WithoutAConstraintTheLogitsDecide) {
 }
 
 
-// A greedy round whose verified drafts all survive emits the target's argmax where the
-// first unverified draft would have gone: the verdict says whether that draft would have
-// survived too. Not when a verified draft was rejected (the round never reached it), nor
-// for a sampled request (its bonus token is a draw, not the test a draft must pass).
-TEST(OutputProcessor, AGreedyBonusTokenShowsWhetherTheFirstUnverifiedDraftWouldHaveSurvived) {
+// A round whose verified drafts all survive computes the target's row where the first
+// unverified draft would have gone: the verdict gives the probability that draft would
+// have survived too. Greedy (and position-keyed) requests: 1 or 0, whether it is the token
+// emitted there; other sampled requests: min(1, p(x) / q(x)). Nothing when a verified draft
+// was rejected (the round never reached it).
+TEST(OutputProcessor, ARoundThatAcceptsEveryVerifiedDraftShowsHowTheFirstCutOneWouldHaveFared) {
   const auto dir = testing::write_tiny_tokenizer(testing::make_temp_dir("output-processor-unverified"), kVocab);
   const Tokenizer tok = Tokenizer::from_dir(dir);
   OutputProcessor processor(kVocab, 256, /*max_drafts=*/4, tok);
-  // Rows for the anchor and drafts 'a', 'b': their argmaxes 'a', 'b', then `next`.
+  // Rows for the anchor and drafts 'a', 'b' (all their mass on 'a', 'b'), then a row whose
+  // mass is on `next` alone, or split evenly between 'c' and 'd' when next is '?'.
   auto rows = [](char next) {
-    std::vector<float> logits(3 * kVocab, -10.0f);
+    std::vector<float> logits(3 * kVocab, -40.0f);
     logits[0 * kVocab + id_of('a')] = 5.0f;
     logits[1 * kVocab + id_of('b')] = 5.0f;
-    logits[2 * kVocab + id_of(next)] = 5.0f;
+    if (next == '?') {
+      logits[2 * kVocab + id_of('c')] = 5.0f;
+      logits[2 * kVocab + id_of('d')] = 5.0f;
+    } else {
+      logits[2 * kVocab + id_of(next)] = 5.0f;
+    }
     return logits;
   };
-  auto round = [&](float temperature, std::vector<int32_t> drafts, int32_t unverified, char next) {
+  // q, when given: [3 drafts, vocab], the cut draft 'c' drawn with probability q_c.
+  auto round = [&](float temperature, std::vector<int32_t> drafts, int32_t unverified, char next,
+                   float q_c = -1.0f) {
     GenerationOptions g;
     g.max_tokens = 10;
     g.sampling.temperature = temperature;
@@ -117,6 +126,13 @@ TEST(OutputProcessor, AGreedyBonusTokenShowsWhetherTheFirstUnverifiedDraftWouldH
     r.spec_metrics = SpecDecodeMetrics(4);
     r.drafts = std::move(drafts);
     r.drafts.push_back(unverified);
+    std::vector<float> q(3 * kVocab, 0.0f);
+    if (q_c >= 0) {
+      for (int j = 0; j < 3; ++j) q[j * kVocab + r.drafts[j]] = 1.0f;
+      q[2 * kVocab + id_of('c')] = q_c;
+      q[2 * kVocab + id_of('e')] = 1.0f - q_c;
+      r.draft_probs = q.data();
+    }
     r.keep_drafts(2);
     EXPECT_EQ(r.unverified_draft, unverified);
     std::vector<RequestOutput> outputs;
@@ -125,14 +141,23 @@ TEST(OutputProcessor, AGreedyBonusTokenShowsWhetherTheFirstUnverifiedDraftWouldH
     EXPECT_EQ(r.unverified_draft, -1);  // one round's knowledge
     return v;
   };
-  const OutputProcessor::Verdict right = round(0, {id_of('a'), id_of('b')}, id_of('c'), 'c');
+  const std::vector<int32_t> ab = {id_of('a'), id_of('b')};
+  const OutputProcessor::Verdict right = round(0, ab, id_of('c'), 'c');
   EXPECT_EQ(right.num_accepted, 2);
-  EXPECT_EQ(right.unverified_survives, std::optional<bool>(true));
-  EXPECT_EQ(round(0, {id_of('a'), id_of('b')}, id_of('c'), 'd').unverified_survives, std::optional<bool>(false));
+  EXPECT_EQ(right.unverified_survival, std::optional<double>(1.0));
+  EXPECT_EQ(round(0, ab, id_of('c'), 'd').unverified_survival, std::optional<double>(0.0));
   const OutputProcessor::Verdict rejected = round(0, {id_of('a'), id_of('x')}, id_of('c'), 'c');
   EXPECT_EQ(rejected.num_accepted, 1);
-  EXPECT_FALSE(rejected.unverified_survives.has_value());
-  EXPECT_FALSE(round(1.0f, {id_of('a'), id_of('b')}, id_of('c'), 'c').unverified_survives.has_value());
+  EXPECT_FALSE(rejected.unverified_survival.has_value());
+  // Sampled: p(c) = 1/2 at the cut position. A one-hot q accepts with p(c); q(c) = 1/4
+  // with min(1, 2) = 1; q(c) = 1 with 1/2; and p(c) = 1 with 1.
+  const OutputProcessor::Verdict sampled = round(1.0f, ab, id_of('c'), '?');
+  EXPECT_EQ(sampled.num_accepted, 2);
+  ASSERT_TRUE(sampled.unverified_survival.has_value());
+  EXPECT_NEAR(*sampled.unverified_survival, 0.5, 1e-6);
+  EXPECT_NEAR(round(1.0f, ab, id_of('c'), '?', 0.25f).unverified_survival.value_or(-1), 1.0, 1e-6);
+  EXPECT_NEAR(round(1.0f, ab, id_of('c'), '?', 1.0f).unverified_survival.value_or(-1), 0.5, 1e-6);
+  EXPECT_NEAR(round(1.0f, ab, id_of('c'), 'c').unverified_survival.value_or(-1), 1.0, 1e-6);
 }
 
 // Drafts cleared after the schedule cut them (the request preempted before its round was
@@ -155,7 +180,7 @@ TEST(OutputProcessor, ClearedDraftsLeaveNoCutDraftToObserve) {
   std::vector<float> logits(kVocab, -10.0f);
   logits[id_of('a')] = 5.0f;
   std::vector<RequestOutput> outputs;
-  EXPECT_FALSE(processor.commit(r, logits.data(), outputs).unverified_survives.has_value());
+  EXPECT_FALSE(processor.commit(r, logits.data(), outputs).unverified_survival.has_value());
 }
 
 }  // namespace

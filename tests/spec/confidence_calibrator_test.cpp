@@ -116,6 +116,26 @@ TEST(RequestConfidence, ObservesOnlyARoundItCorrected) {
   EXPECT_EQ(calibrator.offset(ConfidenceSource::kHead, true, 2), 0.0);
 }
 
+TEST(RequestConfidence, TheFirstCutDraftCountsWithTheProbabilityItWouldHaveSurvived) {
+  // Rounds verify 2 of 4 drafts, both accepted, and the third (cut) would have survived with
+  // probability 0.8 where the head says 0.5: the offset at position 3 learns that
+  // probability (soft observations), while position 4, never reached, stays unlearned.
+  ConfidenceCalibrator calibrator;
+  const std::vector<float> c(kDrafts, 0.5f);
+  for (int r = 0; r < 400; ++r) {
+    RequestConfidence request;
+    request.correct(calibrator, ConfidenceSource::kHead, false, c);
+    request.observe(calibrator, 2, 2, 0.8);
+  }
+  EXPECT_EQ(calibrator.num_positions(ConfidenceSource::kHead, false), 3);
+  EXPECT_NEAR(calibrated(calibrator, ConfidenceSource::kHead, false, 0.5f)[2], 0.8f, 0.03f);
+  EXPECT_EQ(calibrator.num_positions(ConfidenceSource::kHead, true), 0);  // greedy apart
+  // A survival probability equal to the prediction moves nothing.
+  ConfidenceOffset offset;
+  offset.observe_soft(0.5f, 0.5);
+  EXPECT_EQ(offset.offset(), 0.0);
+}
+
 TEST(ConfidenceCalibrator, RejectsBadInput) {
   ConfidenceCalibrator calibrator;
   const std::vector<float> c(2, 0.5f);
@@ -126,6 +146,12 @@ TEST(ConfidenceCalibrator, RejectsBadInput) {
   RequestConfidence request;
   request.correct(calibrator, ConfidenceSource::kHead, true, c);
   EXPECT_THROW(request.observe(calibrator, 3, 0), Error);
+  request.correct(calibrator, ConfidenceSource::kHead, true, c);
+  EXPECT_THROW(request.observe(calibrator, 2, 2, 1.0), Error);  // no cut draft past all of them
+  request.correct(calibrator, ConfidenceSource::kHead, true, c);
+  EXPECT_THROW(request.observe(calibrator, 1, 0, 1.0), Error);  // a cut draft not reached
+  EXPECT_THROW(calibrator.observe_cut(ConfidenceSource::kHead, true, 1, 0.5f, 1.5), Error);
+  EXPECT_THROW(calibrator.observe_cut(ConfidenceSource::kHead, true, -1, 0.5f, 0.5), Error);
 }
 
 }  // namespace
