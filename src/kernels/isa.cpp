@@ -158,18 +158,23 @@ Isa best_isa() {
   return best;
 }
 
+std::optional<Isa> find_isa(std::string_view name) {
+  for (Isa isa : kAllIsas)
+    if (isa_name(isa) == name) return isa;
+  return std::nullopt;
+}
+
 Isa parse_isa(std::string_view name) {
   if (name == "auto") {
     DSPARK_CHECK(isa_supported(Isa::kAvx2), "this CPU lacks {}: dspark needs at least AVX2 + FMA + F16C",
                  missing_for(Isa::kAvx2));
     return best_isa();
   }
-  for (Isa isa : kAllIsas) {
-    if (isa_name(isa) != name) continue;
-    const std::string missing = missing_for(isa);
+  if (const std::optional<Isa> isa = find_isa(name)) {
+    const std::string missing = missing_for(*isa);
     DSPARK_CHECK(missing.empty(), "--isa {}: this CPU lacks {} (the best it supports is {})", name, missing,
                  isa_name(best_isa()));
-    return isa;
+    return *isa;
   }
   DSPARK_FAIL("unknown ISA '{}' (expected auto, avx2, avxvnni, avx512, avx512bf16, vnni, avx512fp16 or amx)", name);
 }

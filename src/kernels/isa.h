@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,8 @@ inline constexpr size_t kNumIsas = 7;  // the levels above, for tables indexed b
 
 // "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "avx512fp16", "amx"
 std::string_view isa_name(Isa isa);
+// The level whose isa_name is `name`, whether or not this CPU has it; nullopt for any other.
+std::optional<Isa> find_isa(std::string_view name);
 
 // True when this CPU and OS can run kernels of `isa`.
 bool isa_supported(Isa isa);

@@ -32,11 +32,10 @@ void ConfidenceCalibrator::observe(ConfidenceSource source, bool greedy, std::sp
                                    int32_t num_accepted) {
   DSPARK_CHECK(num_accepted >= 0 && num_accepted <= static_cast<int32_t>(confidence.size()),
                "ConfidenceCalibrator: {} accepted of {} verified drafts", num_accepted, confidence.size());
-  std::vector<ConfidenceOffset>& g = offsets_[static_cast<size_t>(source)][greedy ? 1 : 0];
   // Positions reached: every accepted draft and the first rejected one (if any), each one
   // observation of its own position's offset.
   const size_t reached = std::min(confidence.size(), static_cast<size_t>(num_accepted) + 1);
-  while (g.size() < reached) g.emplace_back(kPriorPrecision, kMaxPrecision);
+  std::vector<ConfidenceOffset>& g = offsets_for(source, greedy, reached);
   for (size_t j = 0; j < reached; ++j) {
     g[j].observe(confidence.subspan(j, 1), static_cast<int32_t>(j) < num_accepted ? 1 : 0);
   }
@@ -45,9 +44,15 @@ void ConfidenceCalibrator::observe(ConfidenceSource source, bool greedy, std::sp
 void ConfidenceCalibrator::observe_cut(ConfidenceSource source, bool greedy, int32_t position, float confidence,
                                        double survival) {
   DSPARK_CHECK(position >= 0, "ConfidenceCalibrator: cut draft at position {}", position);
+  offsets_for(source, greedy, static_cast<size_t>(position) + 1)[static_cast<size_t>(position)].observe_soft(
+      confidence, survival);
+}
+
+std::vector<ConfidenceOffset>& ConfidenceCalibrator::offsets_for(ConfidenceSource source, bool greedy,
+                                                                 size_t positions) {
   std::vector<ConfidenceOffset>& g = offsets_[static_cast<size_t>(source)][greedy ? 1 : 0];
-  while (g.size() <= static_cast<size_t>(position)) g.emplace_back(kPriorPrecision, kMaxPrecision);
-  g[static_cast<size_t>(position)].observe_soft(confidence, survival);
+  while (g.size() < positions) g.emplace_back(kPriorPrecision, kMaxPrecision);
+  return g;
 }
 
 double ConfidenceCalibrator::offset(ConfidenceSource source, bool greedy, int32_t position) const {

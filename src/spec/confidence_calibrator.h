@@ -77,6 +77,8 @@ class ConfidenceCalibrator {
   const std::vector<ConfidenceOffset>& offsets(ConfidenceSource source, bool greedy) const {
     return offsets_[static_cast<size_t>(source)][greedy ? 1 : 0];
   }
+  // The same, grown to at least `positions` offsets (new ones at the prior).
+  std::vector<ConfidenceOffset>& offsets_for(ConfidenceSource source, bool greedy, size_t positions);
   // [source][sampled, greedy][position]
   std::array<std::array<std::vector<ConfidenceOffset>, 2>, kNumConfidenceSources> offsets_;
 };

@@ -46,9 +46,7 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   }
   std::optional<ScopedIsaCap> cap;
   if (!variant.empty() && !int8) {
-    std::optional<Isa> level;
-    for (size_t i = 0; i < kNumIsas; ++i)
-      if (isa_name(static_cast<Isa>(i)) == variant) level = static_cast<Isa>(i);
+    const std::optional<Isa> level = find_isa(variant);
     ASSERT_TRUE(level.has_value()) << "unknown variant '" << variant << "': int8 or an ISA name";
     if (!isa_supported(*level)) GTEST_SKIP() << "this CPU lacks ISA " << variant;
     cap.emplace(*level);

@@ -1,5 +1,6 @@
 #include "kernels/isa.h"
 
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -11,10 +12,13 @@ namespace {
 
 TEST(Isa, NamesRoundTripForEverySupportedLevel) {
   for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kVnni, Isa::kAvx512Fp16, Isa::kAmx}) {
+    EXPECT_EQ(find_isa(isa_name(isa)), std::optional<Isa>(isa));  // whether or not this CPU has it
     if (!isa_supported(isa)) continue;
     EXPECT_EQ(parse_isa(isa_name(isa)), isa);
   }
   EXPECT_EQ(parse_isa("auto"), best_isa());
+  EXPECT_EQ(find_isa("auto"), std::nullopt);  // a request, not a level
+  EXPECT_EQ(find_isa("avx512_bf16"), std::nullopt);
   EXPECT_TRUE(isa_supported(best_isa()));
   EXPECT_TRUE(isa_supported(Isa::kAvx2));  // dspark's floor
 }
