@@ -1,5 +1,7 @@
 #include "cli/model_options.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +67,28 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
                 "Compute every prompt in full instead of reusing the KV blocks of prefixes computed before");
 }
 
+namespace {
+
+// "ID=BIAS" into sampling.logit_bias, kept sorted by id (SamplingParams::validate checks
+// the range when the request runs).
+void add_logit_bias(const std::string& entry, SamplingParams& sampling) {
+  const size_t eq = entry.find('=');
+  int32_t id = -1;
+  float bias = 0.0f;
+  const bool parsed = eq != std::string::npos && eq > 0 && eq + 1 < entry.size() &&
+                      std::from_chars(entry.data(), entry.data() + eq, id).ptr == entry.data() + eq &&
+                      std::from_chars(entry.data() + eq + 1, entry.data() + entry.size(), bias).ptr ==
+                          entry.data() + entry.size();
+  if (!parsed || id < 0) throw CLI::ValidationError("--logit-bias", "expected TOKEN_ID=BIAS, got '" + entry + "'");
+  auto& list = sampling.logit_bias;
+  const auto at = std::lower_bound(list.begin(), list.end(), std::make_pair(id, -1e30f));
+  if (at != list.end() && at->first == id)
+    throw CLI::ValidationError("--logit-bias", "token " + std::to_string(id) + " given twice");
+  list.insert(at, {id, bias});
+}
+
+}  // namespace
+
 void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
   cmd->add_option("--max-tokens", g.max_tokens, "Maximum generated tokens")->capture_default_str();
   cmd->add_option("--temperature", g.sampling.temperature, "Sampling temperature (0 = greedy)")->capture_default_str();
@@ -86,6 +110,13 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
                   "with or without speculation")
       ->each([&g](const std::string&) { g.sampling.position_keyed = true; })
       ->capture_default_str();
+  cmd->add_option_function<std::vector<std::string>>(
+         "--logit-bias",
+         [&g](const std::vector<std::string>& entries) {
+           for (const std::string& entry : entries) add_logit_bias(entry, g.sampling);
+         },
+         "TOKEN_ID=BIAS added to that token's logit, bias in [-100, 100] (repeatable)")
+      ->type_name("ID=BIAS");
   cmd->add_option("--stop", g.stop, "Stop string (repeatable)");
   cmd->add_flag("--ignore-eos", g.ignore_eos, "Continue past the end-of-sequence token");
 }

@@ -25,6 +25,9 @@ void validate_request(std::span<const int32_t> prompt, const GenerationOptions& 
                       int64_t max_model_len) {
   options.validate();
   validate_prompt(prompt, vocab_size, max_model_len);
+  for (const auto& [id, bias] : options.sampling.logit_bias) {
+    DSPARK_CHECK_REQUEST(id < vocab_size, "logit_bias token id {} is outside the vocabulary [0, {})", id, vocab_size);
+  }
 }
 
 }  // namespace dspark

@@ -136,6 +136,15 @@ void SamplingParams::validate() const {
                        "sampling: presence_penalty must be in [-2, 2] (0 = off), got {}", presence_penalty);
   DSPARK_CHECK_REQUEST(std::isfinite(frequency_penalty) && frequency_penalty >= -2.0f && frequency_penalty <= 2.0f,
                        "sampling: frequency_penalty must be in [-2, 2] (0 = off), got {}", frequency_penalty);
+  for (size_t i = 0; i < logit_bias.size(); ++i) {
+    const auto [token, bias] = logit_bias[i];
+    DSPARK_CHECK_REQUEST(token >= 0, "sampling: logit_bias token id {} is negative", token);
+    DSPARK_CHECK_REQUEST(i == 0 || token > logit_bias[i - 1].first,
+                         "sampling: logit_bias token ids must be strictly increasing, got {} after {}", token,
+                         logit_bias[i - 1].first);
+    DSPARK_CHECK_REQUEST(std::isfinite(bias) && bias >= -100.0f && bias <= 100.0f,
+                         "sampling: logit_bias of token {} must be in [-100, 100], got {}", token, bias);
+  }
 }
 
 LogitsProcessor::LogitsProcessor(int64_t vocab_size)
@@ -180,6 +189,10 @@ void LogitsProcessor::to_probs(const float* logits, float* probs, const Sampling
       w[token] -= params.presence_penalty;
       counts[token] = 0;
     }
+  }
+  for (const auto [token, bias] : params.logit_bias) {
+    DSPARK_CHECK(token < vocab, "sampling: logit_bias token {} outside [0, {})", token, vocab);
+    w[token] += bias;
   }
   std::fill(probs, probs + vocab, 0.0f);
   if (params.greedy()) {

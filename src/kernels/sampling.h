@@ -2,17 +2,21 @@
 // and drawing from it. The same transform produces the target's p and the drafter's q,
 // which lossless verification requires.
 //
-// Order (as vLLM/HF): repetition penalty -> frequency and presence penalties -> temperature
-// -> top-k -> top-p -> min-p. The repetition penalty looks at every token of the history
-// (prompt and output); frequency and presence penalties, as OpenAI defines them, only at
-// the generated ones: logit -= frequency_penalty * count + presence_penalty * (count > 0).
-// temperature == 0 means greedy: the distribution is one-hot at the (penalised) argmax,
+// Order (as vLLM/HF): repetition penalty -> frequency and presence penalties -> logit bias
+// -> temperature -> top-k -> top-p -> min-p. The repetition penalty looks at every token of
+// the history (prompt and output); frequency and presence penalties, as OpenAI defines
+// them, only at the generated ones: logit -= frequency_penalty * count + presence_penalty
+// * (count > 0). The logit bias (OpenAI's logit_bias) is added to the logits of the tokens
+// it names, in f32, after the penalties (which see the model's own logits): +100 all but
+// forces a token, -100 all but bans it, under greedy decoding as under sampling.
+// temperature == 0 means greedy: the distribution is one-hot at the (penalised, biased) argmax,
 // lowest index on ties. NaN logits count as -inf; if every logit is -inf, to_probs throws.
 // top_k >= vocabulary size is the same as off.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace dspark {
@@ -32,12 +36,17 @@ struct SamplingParams {
   // seeded request reproduces under any speculator, schedule and load. Set when the user
   // gives a seed; off otherwise, since standard rejection sampling accepts more drafts.
   bool position_keyed = false;
+  // (token id, bias) pairs, ids strictly increasing, biases in [-100, 100]; empty = off.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   bool greedy() const { return temperature <= 0.0f; }
   // Whether to_probs reads the token history (some penalty is on).
   bool uses_history() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }
+  // Whether to_probs moves any logit before choosing (a penalty or a bias): if not, the
+  // greedy token is the argmax of the model's own logits.
+  bool shifts_logits() const { return uses_history() || !logit_bias.empty(); }
   void validate() const;            // throws Error (kInvalidRequest) naming the bad field
 };
 

@@ -5,8 +5,8 @@
 // Parsing follows vLLM's rules: unknown top-level fields are accepted and ignored; a
 // known field with the wrong JSON type, or a value outside its range, is an ApiError
 // (status 400) that names the field in "param". null counts as absent. Features that are
-// recognised but not supported (n != 1, best_of, echo, logit_bias, suffix, a forced
-// tool_choice) are refused with 400 rather than silently ignored.
+// recognised but not supported (best_of, echo, suffix, a forced tool_choice) are refused
+// with 400 rather than silently ignored.
 //
 // Supported fields: model, prompt (string, [string], token ids, [[token ids]]) or
 // messages (role system/developer/user/assistant/tool/function; content a string, null,
@@ -18,9 +18,10 @@
 // top_k (-1 or 0 = off, else >= 1), min_p [0, 1], repetition_penalty (> 0), seed
 // (any integer), stop (string or list of at most kMaxStopStrings non-empty strings of at most kMaxStopStringBytes), ignore_eos, stream,
 // stream_options.include_usage, n (1..kMaxChoices), presence_penalty and frequency_penalty
-// [-2, 2], logprobs (completions: 0..20 alternatives; chat: a boolean, with top_logprobs
-// 0..20), and dspark's num_speculative_tokens (>= 0: at most this many drafts verified per
-// round for this request; 0 turns speculation off for it).
+// [-2, 2], logit_bias ({"token id": bias in [-100, 100]}), logprobs (completions: 0..20
+// alternatives; chat: a boolean, with top_logprobs 0..20), and dspark's
+// num_speculative_tokens (>= 0: at most this many drafts verified per round for this
+// request; 0 turns speculation off for it).
 #pragma once
 
 #include <cstdint>

@@ -290,10 +290,44 @@ void parse_logprobs(const Fields& f, ParsedRequest& r) {
   else r.options.logprobs = -1;
 }
 
+// logit_bias: {"token id": bias, ...}, OpenAI's form (ids as decimal strings, biases in
+// [-100, 100]), into the sorted pairs SamplingParams holds. Ids past the vocabulary are
+// refused by the engine's request validation, which knows it.
+void parse_logit_bias(const Fields& f, SamplingParams& s) {
+  const char* key = "logit_bias";
+  const json* bias = f.get(key);
+  if (!bias) return;
+  if (!bias->is_object()) throw wrong_type(key, "an object mapping token ids to biases", *bias);
+  s.logit_bias.clear();
+  s.logit_bias.reserve(bias->size());
+  for (const auto& [text, value] : bias->items()) {
+    const std::string shown = text.size() <= 24 ? text : text.substr(0, 24) + "...";
+    const bool digits = !text.empty() && text.size() <= 10 &&
+                        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int64_t id = digits ? std::stoll(text) : -1;
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+      throw ApiError::bad_request(fmt::format("'logit_bias' keys must be token ids (integers >= 0), got \"{}\"", shown),
+                                  key);
+    }
+    const std::string field = fmt::format("logit_bias.{}", shown);
+    if (!value.is_number()) throw wrong_type(field, "a number", value);
+    const double b = value.get<double>();
+    if (!(b >= -100 && b <= 100)) {
+      throw ApiError::bad_request(fmt::format("'{}' must be in [-100, 100], got {}", field, b), field);
+    }
+    s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+  }
+  std::sort(s.logit_bias.begin(), s.logit_bias.end());
+  for (size_t i = 1; i < s.logit_bias.size(); ++i) {
+    if (s.logit_bias[i].first == s.logit_bias[i - 1].first) {
+      throw ApiError::bad_request(fmt::format("'logit_bias' names token {} twice", s.logit_bias[i].first), key);
+    }
+  }
+}
+
 void refuse_unsupported(const Fields& f, Endpoint endpoint) {
   if (auto best_of = f.integer("best_of"); best_of && *best_of != 1) throw unsupported("best_of", "best_of > 1");
   if (auto echo = f.boolean("echo"); echo && *echo) throw unsupported("echo", "echo");
-  if (const json* bias = f.get("logit_bias"); bias && !bias->empty()) throw unsupported("logit_bias", "logit_bias");
   if (endpoint == Endpoint::kCompletions) {
     if (auto suffix = f.string("suffix"); suffix && !suffix->empty()) throw unsupported("suffix", "suffix");
   }
@@ -435,6 +469,7 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
       *target = static_cast<float>(*p);
     }
   }
+  parse_logit_bias(f, s);
   parse_logprobs(f, r);
   if (auto k = f.integer("num_speculative_tokens")) {
     if (*k < 0) {

@@ -388,7 +388,9 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
                  "drafter KV cache exhausted");
     const int32_t a = static_cast<int32_t>(active_.size());
     const int32_t num_drafts = std::min(r.max_drafts, num_speculative_tokens_);
-    DraftVocabHead* head = greedy_head_ && r.sampling->greedy() ? greedy_head_.get() : &vocab_head_;
+    // A bias may favour a token outside the greedy vocabulary: biased requests draft from all.
+    const bool greedy_vocab = greedy_head_ && r.sampling->greedy() && r.sampling->logit_bias.empty();
+    DraftVocabHead* head = greedy_vocab ? greedy_head_.get() : &vocab_head_;
     active_.push_back({static_cast<int32_t>(i), r.slot, num_drafts, row, /*logit_row=*/0, head});
     active_of_request_[i] = a;
     block_tables_[a] = s.blocks.data();

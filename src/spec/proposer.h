@@ -99,13 +99,14 @@ inline int32_t draw_draft(const float* q, int64_t vocab, const SamplingParams& s
   return sample_from_probs(q, vocab, rng->uniform());
 }
 
-// Greedy requests without penalties draft the argmax of the drafter's logits, read straight
-// from its draft-vocabulary row (greedy_draft_token, spec/draft_vocab.h): their q would be
-// one-hot, and greedy verification never reads q, so none is built (a null Draft::probs).
-// In the DSpark drafter the scatter to the target vocabulary, the one-hot q and the draw took
-// 4.9 of a greedy draft position's 11 us; without them its sequential stage per round fell
-// from 34-36 to 19-22 us (Zen 5, docs/results/zen5/session-step-anatomy/).
-inline bool drafts_argmax(const SamplingParams& sp) { return sp.greedy() && !sp.uses_history(); }
+// Greedy requests without penalties or a logit bias draft the argmax of the drafter's
+// logits, read straight from its draft-vocabulary row (greedy_draft_token,
+// spec/draft_vocab.h): their q would be one-hot, and greedy verification never reads q, so
+// none is built (a null Draft::probs). In the DSpark drafter the scatter to the target
+// vocabulary, the one-hot q and the draw took 4.9 of a greedy draft position's 11 us;
+// without them its sequential stage per round fell from 34-36 to 19-22 us (Zen 5,
+// docs/results/zen5/session-step-anatomy/).
+inline bool drafts_argmax(const SamplingParams& sp) { return sp.greedy() && !sp.shifts_logits(); }
 
 // The next draft of request r after `drafts` (its drafts so far), from the drafter's logits
 // [vocab]: q = r's transform of them (into q [vocab]; its penalties see the committed tokens

@@ -48,6 +48,16 @@ TEST(RequestValidation, TokenIdsOutsideTheVocabulary) {
   }
 }
 
+TEST(RequestValidation, LogitBiasIdsOutsideTheVocabulary) {
+  GenerationOptions biased;
+  biased.sampling.logit_bias = {{0, 1.0f}, {kVocab - 1, -100.0f}};
+  EXPECT_EQ(outcome({1}, biased).second, "");
+  biased.sampling.logit_bias = {{3, 1.0f}, {kVocab, 2.0f}};
+  EXPECT_EQ(outcome({1}, biased),
+            std::make_pair(ErrorKind::kInvalidRequest,
+                           std::string("logit_bias token id 512 is outside the vocabulary [0, 512)")));
+}
+
 TEST(RequestValidation, InvalidOptionsAreInvalidRequests) {
   GenerationOptions negative;
   negative.max_tokens = -1;

@@ -341,6 +341,50 @@ TEST(Sampling, ValidateNamesTheBadField) {
   expect_invalid(p, "frequency_penalty");
   p.frequency_penalty = NAN;
   expect_invalid(p, "frequency_penalty");
+  p = {};
+  p.logit_bias = {{3, 100.5f}};
+  expect_invalid(p, "logit_bias");
+  p.logit_bias = {{3, NAN}};
+  expect_invalid(p, "logit_bias");
+  p.logit_bias = {{-1, 1.0f}};
+  expect_invalid(p, "logit_bias");
+  p.logit_bias = {{4, 1.0f}, {4, 2.0f}};  // ids strictly increasing: no duplicate
+  expect_invalid(p, "logit_bias");
+  p.logit_bias = {{5, 1.0f}, {4, 2.0f}};
+  expect_invalid(p, "logit_bias");
+  p.logit_bias = {{4, -100.0f}, {5, 100.0f}};
+  EXPECT_NO_THROW(p.validate());
+}
+
+// OpenAI's logit_bias: added to the named tokens' logits after the penalties, before the
+// temperature; it moves the greedy choice too.
+TEST(Sampling, LogitBiasIsAddedBeforeTheTemperatureAndMovesTheGreedyChoice) {
+  const std::vector<float> logits = {1.0f, 2.0f, 0.5f, -1.0f};
+  SamplingParams params;
+  params.temperature = 0.5f;
+  params.logit_bias = {{0, 1.5f}, {3, -100.0f}};
+  EXPECT_TRUE(params.shifts_logits());
+  const std::vector<float> p = probs_of(logits, params);
+  const std::vector<double> biased = {2.5, 2.0, 0.5, -101.0};
+  double total = 0;
+  for (double b : biased) total += std::exp(b / 0.5);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(p[i], std::exp(biased[i] / 0.5) / total, 1e-6) << i;
+  params.temperature = 0.0f;
+  EXPECT_EQ(probs_of(logits, params), (std::vector<float>{1, 0, 0, 0}));
+  params.logit_bias = {{1, -100.0f}};  // the argmax banned: the next best wins
+  EXPECT_EQ(probs_of(logits, params), (std::vector<float>{1, 0, 0, 0}));
+  params.logit_bias = {{3, 100.0f}};  // forced
+  EXPECT_EQ(probs_of(logits, params), (std::vector<float>{0, 0, 0, 1}));
+  // The penalties read the model's own logits; the bias is added to what they leave.
+  params.logit_bias = {{0, 0.75f}};
+  params.presence_penalty = 2.0f;
+  LogitsProcessor processor(4);
+  std::vector<float> out(4);
+  processor.to_probs(logits.data(), out.data(), params, std::vector<int32_t>{1}, 0);  // 2 - 2 = 0 < 1 + 0.75
+  EXPECT_EQ(out, (std::vector<float>{1, 0, 0, 0}));
+  SamplingParams plain;
+  plain.temperature = 0.0f;
+  EXPECT_FALSE(plain.shifts_logits());
 }
 
 // OpenAI's rule on the generated tokens only: logit -= frequency * count + presence.
@@ -374,7 +418,7 @@ TEST(Sampling, PresenceAndFrequencyPenaltiesCountOutputTokensOnly) {
   EXPECT_EQ(p, (std::vector<float>{0, 0, 1, 0}));
 }
 
-TEST(Sampling, PenaltiesMatchReferenceOnRandomLogits) {
+TEST(Sampling, PenaltiesAndBiasMatchReferenceOnRandomLogits) {
   for (int64_t vocab : {7, 1000, 50257}) {
     const auto logits = random_floats(static_cast<size_t>(vocab), 90 + vocab, -8.0f, 8.0f);
     std::vector<int32_t> history;
@@ -389,6 +433,8 @@ TEST(Sampling, PenaltiesMatchReferenceOnRandomLogits) {
         params.repetition_penalty = 1.2f;
         params.frequency_penalty = frequency;
         params.presence_penalty = presence;
+        const auto id = [vocab](int64_t i) { return static_cast<int32_t>(i); };
+        if (frequency != 0.0f) params.logit_bias = {{1, 3.5f}, {id(vocab / 2), -2.25f}, {id(vocab - 1), 40.0f}};
         std::vector<float> p(static_cast<size_t>(vocab)), ref(p.size());
         processor.to_probs(logits.data(), p.data(), params, history, 15);
         reference::to_probs(logits.data(), ref.data(), vocab, params, history, 15);

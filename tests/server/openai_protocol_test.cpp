@@ -25,6 +25,7 @@ TEST(OpenAiProtocol, ParsesEveryCompletionField) {
       "min_p": 0.05, "repetition_penalty": 1.1, "seed": 42, "stop": ["a", "bc"], "ignore_eos": true,
       "stream": true, "stream_options": {"include_usage": true}, "n": 1, "presence_penalty": 0.25,
       "frequency_penalty": -0.5, "logprobs": 3, "num_speculative_tokens": 2,
+      "logit_bias": {"50": -100, "7": 2.5, "0": 100},
       "unknown_field": {"anything": [1, 2]}})",
                                         Endpoint::kCompletions);
   EXPECT_EQ(r.model, "m");
@@ -48,6 +49,9 @@ TEST(OpenAiProtocol, ParsesEveryCompletionField) {
   EXPECT_FLOAT_EQ(r.options.sampling.frequency_penalty, -0.5f);
   EXPECT_EQ(r.options.logprobs, 3);
   EXPECT_EQ(r.options.max_spec_tokens, 2);
+  // Sorted by token id, as SamplingParams holds them.
+  EXPECT_EQ(r.options.sampling.logit_bias,
+            (std::vector<std::pair<int32_t, float>>{{0, 100.0f}, {7, 2.5f}, {50, -100.0f}}));
   EXPECT_EQ(r.n, 1);
   EXPECT_EQ(parse_request(R"({"prompt": "x", "n": 3, "response_format": {"type": "text"}})", Endpoint::kCompletions).n, 3);
   EXPECT_EQ(parse_request(R"({"prompt": "x", "response_format": {"type": "json_object"}})", Endpoint::kCompletions)
@@ -79,6 +83,9 @@ TEST(OpenAiProtocol, DefaultsAndNulls) {
   EXPECT_FALSE(r.max_tokens_given);
   EXPECT_FALSE(r.seed_given);
   EXPECT_FALSE(r.options.sampling.position_keyed);
+  EXPECT_TRUE(r.options.sampling.logit_bias.empty());
+  EXPECT_TRUE(parse_request(R"({"prompt": "x", "logit_bias": {}})", Endpoint::kCompletions)
+                  .options.sampling.logit_bias.empty());
   EXPECT_FALSE(r.stream);
   EXPECT_TRUE(r.options.stop.empty());
   EXPECT_EQ(parse_request(R"({"prompt": "x", "stop": "END"})", Endpoint::kCompletions).options.stop,
@@ -195,7 +202,15 @@ TEST(OpenAiProtocol, BadInputIs400NamingTheField) {
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs", Endpoint::kChat},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", "top_logprobs",
        Endpoint::kChat},
-      {R"({"prompt": "x", "logit_bias": {"5": 1}})", "logit_bias"},
+      {R"({"prompt": "x", "logit_bias": [1]})", "logit_bias"},
+      {R"({"prompt": "x", "logit_bias": {"abc": 1}})", "logit_bias"},
+      {R"({"prompt": "x", "logit_bias": {"-5": 1}})", "logit_bias"},
+      {R"({"prompt": "x", "logit_bias": {"": 1}})", "logit_bias"},
+      {R"({"prompt": "x", "logit_bias": {"99999999999": 1}})", "logit_bias"},
+      {R"({"prompt": "x", "logit_bias": {"5": 101}})", "logit_bias.5"},
+      {R"({"prompt": "x", "logit_bias": {"5": -100.5}})", "logit_bias.5"},
+      {R"({"prompt": "x", "logit_bias": {"5": "a"}})", "logit_bias.5"},
+      {R"({"prompt": "x", "logit_bias": {"5": 1, "05": 2}})", "logit_bias"},
       {R"({"prompt": "x", "suffix": "end"})", "suffix"},
       {R"({"messages": "hi"})", "messages", Endpoint::kChat},
       {R"({"messages": []})", "messages", Endpoint::kChat},

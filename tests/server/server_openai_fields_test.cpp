@@ -1,7 +1,8 @@
 // OpenAI request fields that reach into sampling and speculation, over HTTP with
 // stories260K: logprobs (completions and chat, whole and streamed), presence and frequency
-// penalties, and dspark's per-request num_speculative_tokens with the request's own
+// penalties, logit_bias, and dspark's per-request num_speculative_tokens with the request's own
 // acceptance in usage.spec_decode. The offline generate_one run is the reference.
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -104,6 +105,37 @@ TEST(ServerOpenAiFields, CompletionLogprobsAndPenaltiesMatchOffline) {
   EXPECT_TRUE(http_post(server.port(), "/v1/completions", completion_body(4, json::object()).dump())
                   .json["choices"][0]["logprobs"]
                   .is_null());
+}
+
+// logit_bias over HTTP: the offline run with the same bias is the reference (logprobs
+// included, which read the biased distribution), a banned token never appears, and the
+// text differs from the unbiased one. Token ids come from the request's own unbiased reply.
+TEST(ServerOpenAiFields, LogitBiasMatchesOfflineAndBansTokens) {
+  TestServer server;
+  const GenerationResult unbiased = offline().run(offline().encode(kPrompt), greedy_options(16));
+  ASSERT_GE(unbiased.tokens.size(), 2u);
+  const int32_t banned = unbiased.tokens[0], favoured = unbiased.tokens[1] == banned ? 0 : unbiased.tokens[1];
+  GenerationOptions g = greedy_options(16);
+  g.sampling.logit_bias = {{std::min(banned, favoured), banned < favoured ? -100.0f : 0.5f},
+                           {std::max(banned, favoured), banned < favoured ? 0.5f : -100.0f}};
+  g.logprobs = 2;
+  const GenerationResult expected = offline().run(offline().encode(kPrompt), g);
+  EXPECT_EQ(std::count(expected.tokens.begin(), expected.tokens.end(), banned), 0);
+  const json bias = {{std::to_string(banned), -100}, {std::to_string(favoured), 0.5}};
+  const auto reply =
+      http_post(server.port(), "/v1/completions", completion_body(16, {{"logit_bias", bias}, {"logprobs", 2}}).dump());
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.json["choices"][0]["text"], expected.text);
+  EXPECT_NE(reply.json["choices"][0]["text"], unbiased.text);
+  expect_completion_logprobs(reply.json["choices"][0]["logprobs"], expected, 2);
+  // Chat takes the same field.
+  const auto chat = http_post(server.port(), "/v1/chat/completions", chat_body(8, {{"logit_bias", bias}}).dump());
+  EXPECT_EQ(chat.status, 200) << chat.body;
+  const auto outside = http_post(server.port(), "/v1/completions",
+                                 completion_body(4, {{"logit_bias", {{"100000000", 1}}}}).dump());
+  EXPECT_EQ(outside.status, 400) << outside.body;
+  EXPECT_NE(outside.body.find("logit_bias token id 100000000 is outside the vocabulary"), std::string::npos)
+      << outside.body;
 }
 
 TEST(ServerOpenAiFields, ChatLogprobsStreamedEqualWhole) {

@@ -123,6 +123,38 @@ TEST(DSparkProposer, ReducedDraftVocabularyIsTheFullDrafterOnItsTokens) {
   check_draft_vocabulary(tied, "reduced-vocab-tied", kEvery);
 }
 
+// A greedy request with a logit bias drafts from the whole vocabulary, through its
+// transform: a token the greedy vocabulary lacks can be what the bias makes the argmax.
+TEST(DSparkProposer, ABiasedGreedyRequestDraftsFromTheWholeVocabulary) {
+  const DrafterSetup& s = setup(DrafterKind::kDSpark);
+  std::vector<int32_t> kept;
+  for (int32_t t = 1; t < static_cast<int32_t>(s.target.vocab_size); t += 2) kept.push_back(t);
+  DrafterSetup greedy_vocab = s;
+  greedy_vocab.drafter_dir = testing::make_temp_dir("greedy-vocab-biased");
+  write_draft_vocab(s.drafter_dir, s.target_dir, kept, DraftVocabUse::kGreedyRequests, greedy_vocab.drafter_dir);
+  greedy_vocab.config = DrafterConfig::from_file(greedy_vocab.drafter_dir);
+  auto proposer = make_proposer(greedy_vocab, DType::kF32);
+  const auto ctx = random_context(s, 9, 17);
+  const auto tokens = random_tokens(10, 18);
+  observe(*proposer, 0, ctx, 0, 9);
+  observe(*proposer, 1, ctx, 0, 9);
+  const SamplingParams plain = greedy_params();
+  SamplingParams biased = plain;
+  biased.logit_bias = {{4, 100.0f}};  // even: outside the greedy vocabulary
+  const int32_t n = s.config.num_drafts();
+  const DraftRequest requests[2] = {{0, tokens, &plain, nullptr, n}, {1, tokens, &biased, nullptr, n}};
+  Draft drafts[2];
+  proposer->propose(requests, drafts);
+  EXPECT_EQ(drafts[0].probs, nullptr);
+  for (int32_t j = 0; j < n; ++j) EXPECT_EQ(drafts[0].tokens[j] % 2, 1) << "draft " << j << ": greedy vocabulary";
+  ASSERT_NE(drafts[1].probs, nullptr) << "a biased greedy request's q is its transform, one-hot";
+  ASSERT_EQ(static_cast<int32_t>(drafts[1].tokens.size()), n);
+  for (int32_t j = 0; j < n; ++j) {
+    EXPECT_EQ(drafts[1].tokens[j], 4) << "draft " << j;
+    EXPECT_EQ(drafts[1].probs[j * s.target.vocab_size + 4], 1.0f) << "draft " << j;
+  }
+}
+
 TEST(DSparkProposer, GreedyDraftVocabularyServesGreedyRequestsOnly) {
   constexpr DraftVocabUse kGreedy = DraftVocabUse::kGreedyRequests;
   check_draft_vocabulary(setup(DrafterKind::kDSpark), "greedy-vocab", kGreedy);

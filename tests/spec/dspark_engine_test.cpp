@@ -5,6 +5,7 @@
 // own greedy bigrams (long accepted runs, so partial acceptance and rollback are
 // exercised). The drafter is built the way engine/assembly.h builds it: a SpeculatorPlan
 // gives the capture layers, then builds the proposer over the loaded target.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -118,7 +119,8 @@ struct SpecRun {
 };
 
 SpecRun run_speculative(DrafterCase which, EngineOptions options, DType compute = DType::kBF16,
-                        int64_t max_model_len = 0, std::optional<WeightQuantization> drafter_weights = {}) {
+                        int64_t max_model_len = 0, std::optional<WeightQuantization> drafter_weights = {},
+                        const GenerationOptions& request = greedy(40)) {
   SpeculatorOptions so;
   so.speculator = write_drafter(which).string();
   so.max_running = options.max_running;
@@ -131,7 +133,7 @@ SpecRun run_speculative(DrafterCase which, EngineOptions options, DType compute 
   EXPECT_NE(dynamic_cast<DSparkProposer*>(proposer.get()), nullptr);
   Engine engine(*model, tok, options, std::move(proposer));
   SpecRun run;
-  run.outputs = run_all(engine, prompts(12), greedy(40));
+  run.outputs = run_all(engine, prompts(12), request);
   run.metrics = engine.spec_metrics();
   run.preemptions = engine.stats().num_preemptions;
   run.confidence_head = which != DrafterCase::kRandomDFlash;
@@ -222,6 +224,33 @@ TEST(DSparkEngine, GreedyLosslessFittedDrafterBatchedAndChunked) {
               run.metrics.acceptance_rate());
   EXPECT_GT(run.metrics.mean_acceptance_length(), 2.0);
   EXPECT_LT(run.metrics.acceptance_rate(), 1.0);
+}
+
+TEST(DSparkEngine, GreedyLosslessWithALogitBias) {
+  // A bias moves the target's greedy choice away from the drafter's own argmax: drafts go
+  // through the request's transform, and the output must still be plain decoding's, bias
+  // included. The token plain decoding emits most is banned, another one favoured.
+  std::map<int32_t, int> uses;
+  for (const auto& out : plain_outputs())
+    for (int32_t t : out) ++uses[t];
+  const int32_t banned = std::max_element(uses.begin(), uses.end(), [](const auto& a, const auto& b) {
+                           return a.second < b.second;
+                         })->first;
+  const int32_t favoured = banned == 40 ? 41 : 40;
+  GenerationOptions biased = greedy(40);
+  biased.sampling.logit_bias = {{std::min(banned, favoured), banned < favoured ? -100.0f : 1.5f},
+                                {std::max(banned, favoured), banned < favoured ? 1.5f : -100.0f}};
+  auto model = load_target({});
+  const Tokenizer tok = Tokenizer::from_dir(target_dir());
+  Engine plain(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 128});
+  const auto reference = run_all(plain, prompts(12), biased);
+  EXPECT_NE(reference, plain_outputs()) << "the bias changes the output";
+  for (const auto& out : reference) EXPECT_EQ(std::count(out.begin(), out.end(), banned), 0) << "banned token emitted";
+
+  const SpecRun run = run_speculative(DrafterCase::kFittedDSpark, {.max_running = 4, .max_batch_tokens = 128},
+                                      DType::kBF16, 0, {}, biased);
+  EXPECT_EQ(run.outputs, reference);
+  EXPECT_GT(run.metrics.num_accepted_tokens, 0);
 }
 
 TEST(DSparkEngine, GreedyLosslessUnderPreemption) {
