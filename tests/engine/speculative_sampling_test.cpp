@@ -40,7 +40,8 @@ struct StatCase {
 
 void PrintTo(const StatCase& c, std::ostream* os) {
   *os << (c.draft == DraftKind::kUnrelated ? "unrelated" : "near-target") << " draft, T=" << c.sampling.temperature
-      << " top_k=" << c.sampling.top_k << " top_p=" << c.sampling.top_p;
+      << " top_k=" << c.sampling.top_k << " top_p=" << c.sampling.top_p << " biased tokens "
+      << c.sampling.logit_bias.size();
 }
 
 class EngineSpeculativeSampling : public ::testing::TestWithParam<StatCase> {};
@@ -80,18 +81,21 @@ TEST_P(EngineSpeculativeSampling, OutputDistributionEqualsTarget) {
   std::printf("TV %.5f threshold %.5f tau %.3f\n", tv, limit, engine.spec_metrics().mean_acceptance_length());
 }
 
-StatCase make_case(DraftKind draft, float temperature, int32_t top_k, float top_p) {
+StatCase make_case(DraftKind draft, float temperature, int32_t top_k, float top_p,
+                   std::vector<std::pair<int32_t, float>> logit_bias = {}) {
   StatCase c{draft, {}};
   c.sampling.temperature = temperature;
   c.sampling.top_k = top_k;
   c.sampling.top_p = top_p;
+  c.sampling.logit_bias = std::move(logit_bias);
   return c;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Transforms, EngineSpeculativeSampling,
     ::testing::Values(make_case(DraftKind::kUnrelated, 1.0f, 0, 1.0f), make_case(DraftKind::kUnrelated, 0.7f, 4, 1.0f),
-                      make_case(DraftKind::kNearTarget, 1.0f, 0, 1.0f), make_case(DraftKind::kNearTarget, 1.3f, 0, 0.8f)),
+                      make_case(DraftKind::kNearTarget, 1.0f, 0, 1.0f), make_case(DraftKind::kNearTarget, 1.3f, 0, 0.8f),
+                      make_case(DraftKind::kUnrelated, 1.0f, 0, 1.0f, {{1, 1.5f}, {3, -2.0f}, {4, 0.75f}})),
     [](const auto& info) {
       return std::string(info.param.draft == DraftKind::kUnrelated ? "unrelated" : "near") + "_draft_" +
              std::to_string(info.index);
