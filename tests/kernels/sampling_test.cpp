@@ -433,6 +433,7 @@ TEST(Sampling, PenaltiesAndBiasMatchReferenceOnRandomLogits) {
         params.repetition_penalty = 1.2f;
         params.frequency_penalty = frequency;
         params.presence_penalty = presence;
+        // Half the settings with a bias on three tokens, the last one near the top.
         const auto id = [vocab](int64_t i) { return static_cast<int32_t>(i); };
         if (frequency != 0.0f) params.logit_bias = {{1, 3.5f}, {id(vocab / 2), -2.25f}, {id(vocab - 1), 40.0f}};
         std::vector<float> p(static_cast<size_t>(vocab)), ref(p.size());

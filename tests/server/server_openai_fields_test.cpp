@@ -109,7 +109,7 @@ TEST(ServerOpenAiFields, CompletionLogprobsAndPenaltiesMatchOffline) {
 
 // logit_bias over HTTP: the offline run with the same bias is the reference (logprobs
 // included, which read the biased distribution), a banned token never appears, and the
-// text differs from the unbiased one. Token ids come from the request's own unbiased reply.
+// text differs from the unbiased one. The ids are the first two tokens of the unbiased run.
 TEST(ServerOpenAiFields, LogitBiasMatchesOfflineAndBansTokens) {
   TestServer server;
   const GenerationResult unbiased = offline().run(offline().encode(kPrompt), greedy_options(16));
