@@ -1,3 +1,6 @@
+// vpdpbusd zmm and vfmadd231ps zmm alone (12 chains each) and mixed in one loop (V + F
+// chains): whether the two run on separate ports (a mix would exceed either alone).
+// g++ -O2 -march=native -o mix mix.cpp && ./mix
 #include <immintrin.h>
 #include <chrono>
 #include <cstdio>
