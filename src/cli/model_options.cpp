@@ -69,9 +69,9 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
 
 namespace {
 
-// "ID=BIAS" into sampling.logit_bias, kept sorted by id (SamplingParams::validate checks
-// the range when the request runs).
-void add_logit_bias(const std::string& entry, SamplingParams& sampling) {
+// "ID=BIAS" as a (token id, bias) pair (SamplingParams::validate checks the range when the
+// request runs).
+std::pair<int32_t, float> parse_logit_bias(const std::string& entry) {
   const size_t eq = entry.find('=');
   int32_t id = -1;
   float bias = 0.0f;
@@ -80,11 +80,7 @@ void add_logit_bias(const std::string& entry, SamplingParams& sampling) {
                       std::from_chars(entry.data() + eq + 1, entry.data() + entry.size(), bias).ptr ==
                           entry.data() + entry.size();
   if (!parsed || id < 0) throw CLI::ValidationError("--logit-bias", "expected TOKEN_ID=BIAS, got '" + entry + "'");
-  auto& list = sampling.logit_bias;
-  const auto at = std::lower_bound(list.begin(), list.end(), std::make_pair(id, -1e30f));
-  if (at != list.end() && at->first == id)
-    throw CLI::ValidationError("--logit-bias", "token " + std::to_string(id) + " given twice");
-  list.insert(at, {id, bias});
+  return {id, bias};
 }
 
 }  // namespace
@@ -113,7 +109,9 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
   cmd->add_option_function<std::vector<std::string>>(
          "--logit-bias",
          [&g](const std::vector<std::string>& entries) {
-           for (const std::string& entry : entries) add_logit_bias(entry, g.sampling);
+           for (const std::string& entry : entries) g.sampling.logit_bias.push_back(parse_logit_bias(entry));
+           if (const int32_t twice = g.sampling.sort_logit_bias(); twice >= 0)
+             throw CLI::ValidationError("--logit-bias", "token " + std::to_string(twice) + " given twice");
          },
          "TOKEN_ID=BIAS added to that token's logit, bias in [-100, 100] (repeatable)")
       ->type_name("ID=BIAS");

@@ -147,6 +147,13 @@ void SamplingParams::validate() const {
   }
 }
 
+int32_t SamplingParams::sort_logit_bias() {
+  std::sort(logit_bias.begin(), logit_bias.end());
+  for (size_t i = 1; i < logit_bias.size(); ++i)
+    if (logit_bias[i].first == logit_bias[i - 1].first) return logit_bias[i].first;
+  return -1;
+}
+
 LogitsProcessor::LogitsProcessor(int64_t vocab_size)
     : vocab_size_(vocab_size),
       work_(static_cast<size_t>(vocab_size)),

@@ -47,6 +47,9 @@ struct SamplingParams {
   // Whether to_probs moves any logit before choosing (a penalty or a bias): if not, the
   // greedy token is the argmax of the model's own logits.
   bool shifts_logits() const { return uses_history() || !logit_bias.empty(); }
+  // Sorts logit_bias by token id, the order validate() requires; returns a token id the list
+  // names twice (-1 when none), for the caller to report in its own terms.
+  int32_t sort_logit_bias();
   void validate() const;            // throws Error (kInvalidRequest) naming the bad field
 };
 

@@ -317,11 +317,8 @@ void parse_logit_bias(const Fields& f, SamplingParams& s) {
     }
     s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
   }
-  std::sort(s.logit_bias.begin(), s.logit_bias.end());
-  for (size_t i = 1; i < s.logit_bias.size(); ++i) {
-    if (s.logit_bias[i].first == s.logit_bias[i - 1].first) {
-      throw ApiError::bad_request(fmt::format("'logit_bias' names token {} twice", s.logit_bias[i].first), key);
-    }
+  if (const int32_t twice = s.sort_logit_bias(); twice >= 0) {
+    throw ApiError::bad_request(fmt::format("'logit_bias' names token {} twice", twice), key);
   }
 }
 

@@ -388,8 +388,11 @@ void DSparkProposer::propose(std::span<const DraftRequest> requests, std::span<D
                  "drafter KV cache exhausted");
     const int32_t a = static_cast<int32_t>(active_.size());
     const int32_t num_drafts = std::min(r.max_drafts, num_speculative_tokens_);
-    // A bias may favour a token outside the greedy vocabulary: biased requests draft from all.
-    const bool greedy_vocab = greedy_head_ && r.sampling->greedy() && r.sampling->logit_bias.empty();
+    // A positive bias may make a token outside the greedy vocabulary the argmax: such
+    // requests draft from the whole one. Bans (and penalties) only remove candidates.
+    const auto& bias = r.sampling->logit_bias;
+    const bool favours = std::any_of(bias.begin(), bias.end(), [](const auto& b) { return b.second > 0.0f; });
+    const bool greedy_vocab = greedy_head_ && r.sampling->greedy() && !favours;
     DraftVocabHead* head = greedy_vocab ? greedy_head_.get() : &vocab_head_;
     active_.push_back({static_cast<int32_t>(i), r.slot, num_drafts, row, /*logit_row=*/0, head});
     active_of_request_[i] = a;

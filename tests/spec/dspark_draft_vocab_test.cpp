@@ -123,9 +123,10 @@ TEST(DSparkProposer, ReducedDraftVocabularyIsTheFullDrafterOnItsTokens) {
   check_draft_vocabulary(tied, "reduced-vocab-tied", kEvery);
 }
 
-// A greedy request with a logit bias drafts from the whole vocabulary, through its
-// transform: a token the greedy vocabulary lacks can be what the bias makes the argmax.
-TEST(DSparkProposer, ABiasedGreedyRequestDraftsFromTheWholeVocabulary) {
+// Greedy requests with a logit bias draft through their transform. One that favours a token
+// drafts from the whole vocabulary: a token the greedy vocabulary lacks can be what the bias
+// makes the argmax. One that only bans tokens keeps the greedy vocabulary, less the banned.
+TEST(DSparkProposer, BiasedGreedyRequestsDraftFromTheVocabularyTheirBiasNeeds) {
   const DrafterSetup& s = setup(DrafterKind::kDSpark);
   std::vector<int32_t> kept;
   for (int32_t t = 1; t < static_cast<int32_t>(s.target.vocab_size); t += 2) kept.push_back(t);
@@ -136,14 +137,19 @@ TEST(DSparkProposer, ABiasedGreedyRequestDraftsFromTheWholeVocabulary) {
   auto proposer = make_proposer(greedy_vocab, DType::kF32);
   const auto ctx = random_context(s, 9, 17);
   const auto tokens = random_tokens(10, 18);
-  observe(*proposer, 0, ctx, 0, 9);
-  observe(*proposer, 1, ctx, 0, 9);
+  for (int32_t slot = 0; slot < 3; ++slot) observe(*proposer, slot, ctx, 0, 9);
   const SamplingParams plain = greedy_params();
-  SamplingParams biased = plain;
-  biased.logit_bias = {{4, 100.0f}};  // even: outside the greedy vocabulary
   const int32_t n = s.config.num_drafts();
-  const DraftRequest requests[2] = {{0, tokens, &plain, nullptr, n}, {1, tokens, &biased, nullptr, n}};
-  Draft drafts[2];
+  Draft unbiased[1];
+  const DraftRequest alone[1] = {{0, tokens, &plain, nullptr, n}};
+  proposer->propose(alone, unbiased);
+  const int32_t banned = unbiased[0].tokens[0];
+  SamplingParams favouring = plain, banning = plain;
+  favouring.logit_bias = {{4, 100.0f}};  // even: outside the greedy vocabulary
+  banning.logit_bias = {{banned, -100.0f}};
+  const DraftRequest requests[3] = {
+      {0, tokens, &plain, nullptr, n}, {1, tokens, &favouring, nullptr, n}, {2, tokens, &banning, nullptr, n}};
+  Draft drafts[3];
   proposer->propose(requests, drafts);
   EXPECT_EQ(drafts[0].probs, nullptr);
   for (int32_t j = 0; j < n; ++j) EXPECT_EQ(drafts[0].tokens[j] % 2, 1) << "draft " << j << ": greedy vocabulary";
@@ -152,6 +158,12 @@ TEST(DSparkProposer, ABiasedGreedyRequestDraftsFromTheWholeVocabulary) {
   for (int32_t j = 0; j < n; ++j) {
     EXPECT_EQ(drafts[1].tokens[j], 4) << "draft " << j;
     EXPECT_EQ(drafts[1].probs[j * s.target.vocab_size + 4], 1.0f) << "draft " << j;
+  }
+  ASSERT_NE(drafts[2].probs, nullptr);
+  ASSERT_EQ(static_cast<int32_t>(drafts[2].tokens.size()), n);
+  for (int32_t j = 0; j < n; ++j) {
+    EXPECT_EQ(drafts[2].tokens[j] % 2, 1) << "draft " << j << ": a ban keeps the greedy vocabulary";
+    EXPECT_NE(drafts[2].tokens[j], banned) << "draft " << j;
   }
 }
 
