@@ -389,25 +389,30 @@ class Compiler {
     out_->properties.insert(out_->properties.end(), props.begin(), props.end());
   }
 
-  // anyOf: one node whose alternative is decided by the value's first byte.
+  // anyOf: one node whose alternative is decided by the value's first byte (objects: by
+  // their tag, tagged_union).
   int32_t merge(const std::vector<int32_t>& alternatives, const std::string& path) {
     SchemaNode m;
     std::vector<std::string> literals;
     bool has_string = false;
+    std::vector<int32_t> objects;
     for (const int32_t index : alternatives) {
       if (in_progress_.contains(index)) {
         fail(path, "an alternative refers back to this 'anyOf' without an object or array in between");
       }
+      if (out_->nodes[index].kinds & SchemaNode::kObject) objects.push_back(index);
+    }
+    if (objects.size() > 1) tagged_union(objects, path, m);
+    for (const int32_t index : alternatives) {
       const SchemaNode a = out_->nodes[index];
-      if (a.kinds & SchemaNode::kObject) {
-        if (m.kinds & SchemaNode::kObject) {
-          fail(path, "more than one object alternative is not supported (alternatives must differ in JSON type)");
-        }
+      if ((a.kinds & SchemaNode::kObject) && objects.size() == 1) {
         m.kinds |= SchemaNode::kObject;
         m.map = a.map;
         m.props_begin = a.props_begin;
         m.props_end = a.props_end;
         m.additional = a.additional;
+        m.variants_begin = a.variants_begin;
+        m.variants_end = a.variants_end;
       }
       if (a.kinds & SchemaNode::kArray) {
         if (m.kinds & SchemaNode::kArray) {
@@ -459,6 +464,50 @@ class Compiler {
     return node;
   }
 
+  // Object alternatives told apart by their first property (the tag), as the object kind
+  // of m: its one property is the tag, with every alternative's tag values, and each value
+  // selects its alternative (SchemaNode::variants_begin). Anything else is refused: the
+  // matcher must know the alternative once the tag's value is read.
+  void tagged_union(const std::vector<int32_t>& objects, const std::string& path, SchemaNode& m) {
+    auto refuse = [&](const std::string& why) {
+      fail(path, fmt::format("several object alternatives are supported only as a tagged union (each declares "
+                             "first a required property of the same name whose values are string consts or "
+                             "enums, different in each alternative): {}", why));
+    };
+    const SchemaNode& head = out_->nodes[objects[0]];
+    const std::string tag = head.props_begin < head.props_end ? out_->properties[head.props_begin].name : "";
+    std::vector<std::pair<std::string, int32_t>> tags;  // (tag value, alternative)
+    for (const int32_t index : objects) {
+      const SchemaNode& a = out_->nodes[index];
+      if (a.map || a.props_begin == a.props_end) refuse("an alternative declares no properties");
+      if (a.variants_end > a.variants_begin) refuse("an alternative is itself a tagged union");
+      const SchemaProperty& first = out_->properties[a.props_begin];
+      if (first.name != tag) refuse(fmt::format("first properties \"{}\" and \"{}\" differ", tag, first.name));
+      if (!first.required) refuse(fmt::format("\"{}\" is not required in every alternative", tag));
+      const SchemaNode& values = out_->nodes[first.node];
+      if (values.kinds != 0) refuse(fmt::format("\"{}\" is not a const or enum in every alternative", tag));
+      for (uint32_t i = values.literals_begin; i < values.literals_end; ++i) {
+        if (out_->literals[i][0] != '"') refuse(fmt::format("a value of \"{}\" is not a string", tag));
+        tags.emplace_back(out_->literals[i], index);
+      }
+    }
+    std::sort(tags.begin(), tags.end());
+    for (size_t i = 1; i < tags.size(); ++i) {
+      if (tags[i].first == tags[i - 1].first) refuse(fmt::format("the tag value {} is in two alternatives", tags[i].first));
+    }
+    const int32_t tag_node = new_node();
+    std::vector<std::string> texts;
+    for (const auto& t : tags) texts.push_back(t.first);
+    set_literals(tag_node, std::move(texts), path);  // already sorted: the order of `tags`
+    m.kinds |= SchemaNode::kObject;
+    m.props_begin = static_cast<uint32_t>(out_->properties.size());
+    m.props_end = m.props_begin + 1;
+    out_->properties.push_back({tag, tag_node, /*required=*/true, m.props_begin});
+    m.variants_begin = static_cast<uint32_t>(out_->variant_nodes.size());
+    for (const auto& t : tags) out_->variant_nodes.push_back(t.second);
+    m.variants_end = static_cast<uint32_t>(out_->variant_nodes.size());
+  }
+
   // Fixed point from "no value": depths only decrease, each at most to 1 + a child's.
   void compute_depths() {
     auto& nodes = out_->nodes;
@@ -468,7 +517,13 @@ class Compiler {
       changed = false;
       for (SchemaNode& n : nodes) {
         int32_t od = inf, ad = inf;
-        if (n.kinds & SchemaNode::kObject) {
+        if ((n.kinds & SchemaNode::kObject) && n.variants_end > n.variants_begin) {
+          // A union may become any of its alternatives: it fits where all of them do.
+          od = 0;
+          for (uint32_t v = n.variants_begin; v < n.variants_end; ++v) {
+            od = std::max(od, nodes[out_->variant_nodes[v]].object_depth);
+          }
+        } else if (n.kinds & SchemaNode::kObject) {
           int32_t inner = 0;
           if (!n.map) {
             for (uint32_t p = n.props_begin; p < n.props_end; ++p) {

@@ -28,9 +28,13 @@
 //     dropped (an empty result is an error).
 //   - anyOf, and oneOf read as anyOf (the compiled alternatives never overlap, so the two
 //     agree on every output). Alternatives are merged into one node, which must decide
-//     the alternative from the value's first byte: at most one object and one array
-//     alternative; string alternatives must agree on min/maxLength; integer + number is
-//     number; enum values covered by a typed alternative must validate against it.
+//     the alternative from the value's first byte: at most one array alternative; string
+//     alternatives must agree on min/maxLength; integer + number is number; enum values
+//     covered by a typed alternative must validate against it. Several object
+//     alternatives form a tagged union: each must declare first a required property of
+//     the same name whose values are string consts/enums, disjoint between alternatives
+//     (e.g. {"name": {"const": "f"}, ...} per tool); the value written for it decides the
+//     alternative for the rest of the object.
 //   - allOf with exactly one schema (what pydantic emits to attach a description to a $ref).
 //   - $ref to a local JSON pointer: "#", "#/$defs/Name", "#/definitions/Name" (any "#/..."
 //     pointer). Recursion is allowed when it passes through an object or array; its depth
@@ -81,6 +85,11 @@ struct SchemaNode {
   // literals: literals[literals_begin, literals_end), sorted bytewise, exact JSON texts
   uint32_t literals_begin = 0;
   uint32_t literals_end = 0;
+  // object, tagged union: the one declared property is the tag; once its value, the i-th
+  // literal of its node, is read, the object goes on as variant_nodes[variants_begin + i]
+  // (whose first property is that tag). Empty range: not a union.
+  uint32_t variants_begin = 0;
+  uint32_t variants_end = 0;
   // Open containers (this value's own included) its shortest value needs; kNoValue: none.
   int32_t min_depth = kNoValue;
   int32_t object_depth = kNoValue;  // ... when it is an object
@@ -102,6 +111,7 @@ struct CompiledJsonSchema {
   std::vector<SchemaNode> nodes;            // [num_nodes]
   std::vector<SchemaProperty> properties;   // [num_properties] grouped by object, declared order
   std::vector<std::string> literals;        // [num_literals] grouped by node, sorted per node
+  std::vector<int32_t> variant_nodes;       // [num_variants] grouped by tagged union (SchemaNode)
   int32_t root = kAnyNode;
 };
 

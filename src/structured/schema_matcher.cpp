@@ -345,7 +345,19 @@ bool SchemaMatcher::literal_byte(uint8_t c) {
 
 void SchemaMatcher::literal_maybe_end() {
   const std::string& first = schema_->literals[lit_lo_];
-  if (first.size() == pos_ && !is_number_text(first)) end_value();
+  if (first.size() != pos_ || is_number_text(first)) return;
+  if (depth_ > 0 && !top_is_array()) choose_variant();
+  end_value();
+}
+
+// A tagged union's only property is its tag (string literals, which end at their quote,
+// so the literal read is lit_lo_): the object goes on as the alternative that tag selects,
+// its cursor (1) past that alternative's own tag property.
+void SchemaMatcher::choose_variant() {
+  const SchemaNode& object = node(frame_node_[top()]);
+  if (object.variants_end == object.variants_begin) return;
+  const uint32_t i = lit_lo_ - node(value_node_).literals_begin;
+  frame_node_[top()] = static_cast<uint16_t>(schema_->variant_nodes[object.variants_begin + i]);
 }
 
 uint8_t SchemaMatcher::value_completion_byte(int32_t node_index) const {

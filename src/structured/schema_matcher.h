@@ -12,6 +12,8 @@
 //     (json_lexer.h: well-formed UTF-8, paired surrogate escapes, no raw control bytes);
 //     "integer" numbers have no fraction or exponent; enum/const values and property
 //     names are written exactly as the schema stores them (json_schema.h);
+//   - a tagged union of objects (json_schema.h) is decided by its tag's value, which
+//     comes first;
 //   - object properties come in the schema's declared order, each at most once, only
 //     declared ones (maps excepted); when choosing the next key, at most 64 properties
 //     from the first one that may come are candidates (the skippable optional ones, then
@@ -101,6 +103,7 @@ class SchemaMatcher {
   bool scalar_byte(uint8_t c);
   bool literal_byte(uint8_t c);
   void literal_maybe_end();
+  void choose_variant();
   bool push(int32_t node, bool is_array);
   bool close(bool is_array);
   void end_value();

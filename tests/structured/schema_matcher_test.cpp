@@ -116,6 +116,23 @@ TEST(SchemaMatcher, UnionsNullableAndAllOf) {
   });
 }
 
+TEST(SchemaMatcher, TaggedUnionsAreDecidedByTheirTag) {
+  expect_cases("tagged_union", {
+      {R"([{"name":"get_weather","arguments":{"city":"Paris"}}])", kAll, true},
+      {R"([{"name":"get_time","arguments":{"zone":"utc"}},{"name":"get","arguments":{}},"ab"])", kAll, true},
+      {R"([{"name":"get_date","arguments":{"zone":"cet"}},{"name":"get"}])", kAll, true},
+      {R"([{"name":"get_weather"}])", len(R"([{"name":"get_weather")"), false},  // its arguments are required
+      {R"([{"name":"get_time","arguments":{"city":"x"}}])", len(R"([{"name":"get_time","arguments":{")"), false},
+      {R"([{"name":"get_weather","arguments":{"zone":"utc"}}])", len(R"([{"name":"get_weather","arguments":{")"), false},
+      {R"([{"name":"get_weather","arguments":{"city":"Lisbon1"}}])", len(R"([{"name":"get_weather","arguments":{"city":"Lisbon)"), false},
+      {R"([{"name":"get","arguments":{"a":1}}])", len(R"([{"name":"get","arguments":{)"), false},
+      {R"([{"arguments":{}}])", len(R"([{")"), false},  // the tag comes first
+      {R"([{"name":"get_x"}])", len(R"([{"name":"get_)"), false},
+      {R"([{"name":1}])", len(R"([{"name":)"), false},
+      {R"([])", len(R"([)"), false},  // minItems 1
+  });
+}
+
 TEST(SchemaMatcher, MapsAndAnyValues) {
   expect_cases("maps", {
       {R"({"free":{"a":[1,{"b":null}],"c":"d","a":2},"counts":{"x":1,"y":-2}})", kAll, true},

@@ -60,6 +60,19 @@ inline const std::vector<SampleSchema>& sample_schemas() {
         "items": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}})"},
       {"root_enum", R"({"enum": ["x", "y\"z", "\u00e9t\u00e9"]})"},
       {"linked", R"({"type": "object", "properties": {"next": {"$ref": "#"}, "v": {"type": "null"}}})"},
+      // What tool_choice "required" asks for: a list of calls, each object decided by its
+      // tag ("get" is a prefix of the others' names but not of their JSON texts).
+      {"tagged_union", R"({"type": "array", "minItems": 1, "maxItems": 3, "items": {"anyOf": [
+        {"type": "object", "required": ["name", "arguments"], "properties": {"name": {"const": "get_weather"},
+          "arguments": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 6},
+                                                         "days": {"type": "integer"}}, "required": ["city"]}}},
+        {"type": "object", "required": ["name", "arguments"], "properties": {"name": {"enum": ["get_time", "get_date"]},
+          "arguments": {"type": "object", "properties": {"zone": {"enum": ["utc", "cet"]}}, "required": ["zone"],
+                        "additionalProperties": false}}},
+        {"type": "object", "required": ["name"], "properties": {"name": {"const": "get"},
+          "arguments": {"$ref": "#/$defs/none"}}},
+        {"type": "string", "maxLength": 2}], "description": "a call"},
+        "$defs": {"none": {"type": "object", "additionalProperties": false}}})"},
       {"odd_keys", R"({"type": "object",
         "properties": {"a\"b": {"type": "boolean"}, "\u00e9": {"type": "null"}, "a": {"type": "string", "maxLength": 0}},
         "required": ["a\"b"]})"},
