@@ -165,7 +165,12 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
     }
     ResponseContext ctx{endpoint, id, static_cast<int64_t>(std::time(nullptr)), model_name_,
                         r.options.logprobs >= 0};
-    if (endpoint == Endpoint::kChat && !r.chat.tools.is_null() && chat_format_.chat_template()) {
+    if (r.tool_choice == ToolChoice::kRequired) {
+      ctx.tool_call_format = ToolCallFormat::kMistral;  // the list the reply was constrained to
+    } else if (r.tool_choice == ToolChoice::kFunction) {
+      ctx.tool_call_format = ToolCallFormat::kForcedFunction;
+      ctx.forced_function = r.forced_function;
+    } else if (endpoint == Endpoint::kChat && !r.chat.tools.is_null() && chat_format_.chat_template()) {
       ctx.tool_call_format = tool_call_format(chat_format_.chat_template()->source());
     }
     if (r.stream) respond_stream(response, std::move(streams), ctx, r.include_usage);
@@ -210,7 +215,8 @@ void CompletionHandler::respond_whole(httplib::Response& response,
       if (i == 0) usage.cached_prompt_tokens = update.cached_prompt_tokens;
       usage.completion_tokens += update.output_tokens;
       spec.merge(update.spec_metrics);
-      const std::optional<ParsedToolCalls> calls = parse_tool_calls(ctx.tool_call_format, text, call_id_maker());
+      const std::optional<ParsedToolCalls> calls =
+          parse_tool_calls(ctx.tool_call_format, text, call_id_maker(), ctx.forced_function);
       choices.push_back(make_choice(ctx, static_cast<int64_t>(i), text, update.finish_reason,
                                     logprobs ? logprobs->take() : nullptr, calls ? &*calls : nullptr));
     }
@@ -233,7 +239,9 @@ void CompletionHandler::respond_stream(httplib::Response& response,
     SseChoice& c = state->choices.emplace_back();
     c.stream = std::move(stream);
     if (ctx.logprobs) c.logprobs.emplace(ctx.endpoint, loop_.tokenizer());
-    if (ctx.tool_call_format != ToolCallFormat::kNone) c.tool_calls.emplace(ctx.tool_call_format, call_id_maker());
+    if (ctx.tool_call_format != ToolCallFormat::kNone) {
+      c.tool_calls.emplace(ctx.tool_call_format, call_id_maker(), ctx.forced_function);
+    }
   }
   state->ctx = ctx;
   state->include_usage = include_usage;
@@ -320,9 +328,11 @@ bool CompletionHandler::append_tool_call_events(SseState& s, size_t index) {
   if (!u.finished) return false;
   write(c.tool_calls->finish());
   if (end_choice(s, c)) return true;
-  // As OpenAI: an empty delta carrying the finish reason, "tool_calls" once a call was sent.
-  const nlohmann::json finish =
-      c.tool_calls->has_calls() ? "tool_calls" : std::string(finish_reason_name(u.finish_reason));
+  // As OpenAI: an empty delta carrying the finish reason, "tool_calls" once a call was sent
+  // (a forced function's call keeps its reply's reason).
+  const nlohmann::json finish = c.tool_calls->has_calls() && calls_finish_as_tool_calls(s.ctx.tool_call_format)
+                                    ? "tool_calls"
+                                    : std::string(finish_reason_name(u.finish_reason));
   const nlohmann::json logprobs = c.logprobs && !c.logprobs->empty() ? c.logprobs->take() : nullptr;
   s.out += sse_event(make_chat_chunk(s.ctx, nlohmann::json::object(), finish, c.first, logprobs, i));
   return false;

@@ -5,14 +5,15 @@
 // Parsing follows vLLM's rules: unknown top-level fields are accepted and ignored; a
 // known field with the wrong JSON type, or a value outside its range, is an ApiError
 // (status 400) that names the field in "param". null counts as absent. Features that are
-// recognised but not supported (best_of, echo, suffix, a forced tool_choice) are refused
-// with 400 rather than silently ignored.
+// recognised but not supported (best_of, echo, suffix) are refused with 400 rather than
+// silently ignored.
 //
 // Supported fields: model, prompt (string, [string], token ids, [[token ids]]) or
 // messages (role system/developer/user/assistant/tool/function; content a string, null,
 // or text parts joined with newlines; tool_calls whose JSON-text arguments are parsed for
 // the template; other fields passed to the template as sent), tools (passed to the chat
-// template), tool_choice ("auto" or "none"), add_generation_prompt (default true),
+// template), tool_choice ("auto", "none", "required" or a named function: tool_choice.h),
+// add_generation_prompt (default true),
 // chat_template_kwargs (further template variables, as vLLM),
 // max_tokens / max_completion_tokens (>= 1), temperature (>= 0), top_p (0, 1],
 // top_k (-1 or 0 = off, else >= 1), min_p [0, 1], repetition_penalty (> 0), seed
@@ -37,6 +38,7 @@
 #include "engine/generation.h"
 #include "server/chat_format.h"
 #include "server/tool_calls.h"
+#include "server/tool_choice.h"
 
 namespace dspark {
 
@@ -85,6 +87,8 @@ struct ParsedRequest {
   std::vector<int32_t> prompt_ids;   // completions, token-id prompt
   bool prompt_is_ids = false;
   ChatConversation chat;             // chat
+  ToolChoice tool_choice = ToolChoice::kAuto;  // chat: kRequired / kFunction set options' json_schema
+  std::string forced_function;       // kFunction: the function the reply calls
   GenerationOptions options;         // seed and max_tokens filled only when given
   bool max_tokens_given = false;
   bool seed_given = false;
@@ -105,6 +109,7 @@ struct ResponseContext {
   std::string model;
   bool logprobs = false;  // the request asked for logprobs
   ToolCallFormat tool_call_format = ToolCallFormat::kNone;  // chat with tools: how the model calls them
+  std::string forced_function;  // kForcedFunction: the function the reply's arguments are for
 };
 
 struct Usage {

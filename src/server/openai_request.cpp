@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "server/openai_protocol.h"
+#include "server/tool_choice.h"
 #include "structured/json_schema.h"
 
 namespace dspark {
@@ -224,12 +225,23 @@ void parse_messages(const ordered_json& body, ParsedRequest& r) {
     }
     if (!tools->empty()) r.chat.tools = *tools;
   }
-  // tool_choice: "auto" (the default) lets the template offer the tools; "none" withholds
-  // them. Forcing a call needs constrained decoding, which is not available.
-  if (auto choice = body.find("tool_choice"); choice != body.end() && !choice->is_null()) {
-    if (*choice == "none") r.chat.tools = nullptr;
-    else if (*choice != "auto") throw unsupported("tool_choice", fmt::format("tool_choice {}", choice->dump()));
+  // tool_choice (tool_choice.h): "none" withholds the tools; a forced call is a JSON schema
+  // the reply follows.
+  const auto choice = body.find("tool_choice");
+  bool parallel_calls = true;
+  if (auto parallel = body.find("parallel_tool_calls"); parallel != body.end() && !parallel->is_null()) {
+    if (!parallel->is_boolean()) throw wrong_type("parallel_tool_calls", "a boolean", *parallel);
+    parallel_calls = parallel->get<bool>();
   }
+  ParsedToolChoice tool_choice =
+      parse_tool_choice(choice == body.end() ? nullptr : &*choice, r.chat.tools, parallel_calls);
+  if (tool_choice.choice == ToolChoice::kNone) r.chat.tools = nullptr;
+  if (tool_choice.schema) {
+    r.options.response_format = ResponseFormat::kJsonSchema;
+    r.options.json_schema = std::move(tool_choice.schema);
+  }
+  r.tool_choice = tool_choice.choice;
+  r.forced_function = std::move(tool_choice.function);
   if (auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
     if (!kwargs->is_object()) throw wrong_type("chat_template_kwargs", "an object", *kwargs);
     r.chat.template_kwargs = *kwargs;
@@ -410,6 +422,10 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
   // is refused: ignoring part of it would hand the client JSON of the wrong shape.
   if (const json* format = f.get("response_format")) {
     if (!format->is_object()) throw wrong_type("response_format", "an object", *format);
+    if (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kFunction) {
+      throw ApiError::bad_request("'response_format' cannot be combined with a forced 'tool_choice' (the reply is "
+                                  "the call's JSON)", "response_format");
+    }
     const json* type = Fields(*format, "response_format.").get("type");
     if (!type || !type->is_string()) {
       throw ApiError::bad_request("'response_format.type' is required", "response_format.type");

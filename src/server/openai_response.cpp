@@ -81,7 +81,9 @@ ApiError ApiError::from_error(const Error& error, std::string param) {
 
 json make_choice(const ResponseContext& ctx, int64_t index, const std::string& text, FinishReason reason,
                  const json& logprobs, const ParsedToolCalls* tool_calls) {
-  const std::string finish = tool_calls ? "tool_calls" : std::string(finish_reason_name(reason));
+  const std::string finish = tool_calls && calls_finish_as_tool_calls(ctx.tool_call_format)
+                                 ? "tool_calls"
+                                 : std::string(finish_reason_name(reason));
   if (ctx.endpoint != Endpoint::kChat) {
     return {{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish}};
   }

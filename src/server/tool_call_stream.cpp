@@ -21,14 +21,28 @@ std::optional<std::string> decode_string(const std::string& token) {
 
 }  // namespace
 
-ToolCallStream::ToolCallStream(ToolCallFormat format, std::function<std::string()> make_id)
-    : format_(format), make_id_(std::move(make_id)),
+ToolCallStream::ToolCallStream(ToolCallFormat format, std::function<std::string()> make_id,
+                               std::string forced_function)
+    : format_(format), make_id_(std::move(make_id)), forced_function_(std::move(forced_function)),
       phase_(format == ToolCallFormat::kHermes ? Phase::kText
              : format == ToolCallFormat::kNone ? Phase::kPlain
                                                : Phase::kLead) {}
 
+// The forced call's header goes out with the first piece, its arguments as they come.
+void ToolCallStream::feed_forced(std::string_view text) {
+  if (num_calls_ == 0) {
+    call_.name = forced_function_;
+    emit_header();
+  }
+  emit_arguments(text);
+}
+
 std::vector<json> ToolCallStream::feed(std::string_view text) {
   out_.clear();
+  if (format_ == ToolCallFormat::kForcedFunction) {
+    feed_forced(text);
+    return std::exchange(out_, {});
+  }
   for (size_t i = 0; i < text.size(); ++i) {
     if (phase_ == Phase::kPlain) {
       emit_content(text.substr(i));
@@ -63,6 +77,10 @@ std::vector<json> ToolCallStream::feed(std::string_view text) {
 
 std::vector<json> ToolCallStream::finish() {
   out_.clear();
+  if (format_ == ToolCallFormat::kForcedFunction) {
+    feed_forced({});
+    return std::exchange(out_, {});
+  }
   switch (phase_) {
     case Phase::kText:
       emit_content(pending_);

@@ -44,8 +44,9 @@ namespace dspark {
 
 class ToolCallStream {
  public:
-  // format != kNone. make_id gives each call its id.
-  ToolCallStream(ToolCallFormat format, std::function<std::string()> make_id);
+  // format != kNone. make_id gives each call its id. kForcedFunction: the reply is the
+  // arguments of one call to forced_function, sent piece by piece after the call's header.
+  ToolCallStream(ToolCallFormat format, std::function<std::string()> make_id, std::string forced_function = {});
 
   // The next piece of the reply: the deltas it completes, in order (often none).
   std::vector<nlohmann::json> feed(std::string_view text);
@@ -89,6 +90,7 @@ class ToolCallStream {
     std::optional<std::string> held_arguments;  // Llama 3 "arguments" ("parameters" wins)
   };
 
+  void feed_forced(std::string_view text);
   bool step(char c);  // one byte in a call-related phase; false: the text is no call
   bool start_call();  // at '{'
   bool call_byte(char c);
@@ -102,6 +104,7 @@ class ToolCallStream {
 
   ToolCallFormat format_;
   std::function<std::string()> make_id_;
+  std::string forced_function_;
   Phase phase_;
   std::string_view marker_;  // the marker being matched in kMarker / kCloseTag
   size_t match_ = 0;

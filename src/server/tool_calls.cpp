@@ -94,8 +94,12 @@ ToolCallFormat tool_call_format(std::string_view source) {
 }
 
 std::optional<ParsedToolCalls> parse_tool_calls(ToolCallFormat format, std::string_view text,
-                                                const std::function<std::string()>& make_id) {
+                                                const std::function<std::string()>& make_id,
+                                                std::string_view forced_function) {
   switch (format) {
+    case ToolCallFormat::kForcedFunction:
+      return ParsedToolCalls{std::nullopt, json::array({{{"id", make_id()}, {"type", "function"},
+                                                         {"function", {{"name", forced_function}, {"arguments", text}}}}})};
     case ToolCallFormat::kHermes: return parse_hermes(text, make_id);
     case ToolCallFormat::kLlama3: return parse_llama3(text, make_id);
     case ToolCallFormat::kMistral: return parse_mistral(text, make_id);

@@ -202,6 +202,26 @@ await run("tools streamed", async () => {
       JSON.stringify([streamed, whole]));
 });
 
+await run("forced tool call", async () => {
+  // tool_choice naming the function: the reply is one call to it (content null), through
+  // the client's types and its stream accumulator. (The template's tool instructions fill
+  // almost all of this model's 512-token context, so the call's validity against its
+  // schema is checked in server_tool_choice_test.cpp, with room to finish.)
+  const tools = [{ type: "function", function: { name: "sky" } }];
+  const body = { model, messages: [{ role: "user", content: "Sky?" }], tools,
+    tool_choice: { type: "function", function: { name: "sky" } }, temperature: 0 };
+  const whole = (await client.chat.completions.create(body)).choices[0];
+  const call = whole.message.tool_calls?.[0];
+  check("forced function: one call to it", whole.message.tool_calls?.length === 1 && whole.message.content === null &&
+      call.type === "function" && call.function.name === "sky" && typeof call.function.arguments === "string" &&
+      typeof call.id === "string" && ["stop", "length"].includes(whole.finish_reason), JSON.stringify(whole));
+  const streamed = (await client.chat.completions.stream(body).finalChatCompletion()).choices[0];
+  check("forced function streamed: the same call", streamed.message.tool_calls?.length === 1 &&
+      streamed.message.tool_calls[0].function.name === "sky" &&
+      streamed.message.tool_calls[0].function.arguments === call?.function.arguments &&
+      streamed.finish_reason === whole.finish_reason, JSON.stringify(streamed));
+});
+
 await run("errors", async () => {
   try {
     await client.chat.completions.create({ model: "no-such-model", messages, max_tokens: 4 });

@@ -222,7 +222,11 @@ TEST(OpenAiProtocol, BadInputIs400NamingTheField) {
       {R"({"messages": [1]})", "messages[0]", Endpoint::kChat},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": {"type": "function"}})", "tools", Endpoint::kChat},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}], "tool_choice": "required"})",
-       "tool_choice", Endpoint::kChat},
+       "tools[0].function", Endpoint::kChat},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice", Endpoint::kChat},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"function": {"name": "f"}}],
+          "tool_choice": "required", "response_format": {"type": "json_object"}})",
+       "response_format", Endpoint::kChat},
       {R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": 1})", "add_generation_prompt",
        Endpoint::kChat},
   };

@@ -361,6 +361,38 @@ std::string random_reply(ToolCallFormat format, std::mt19937& rng) {
   }
 }
 
+// tool_choice naming a function: the whole reply is its arguments; the header goes out
+// with the first piece (even an empty one) and each piece of text as more arguments, the
+// same call parse_tool_calls makes of the whole reply.
+TEST(ToolCallStream, ForcedFunctionSendsTheReplyAsItsArguments) {
+  const std::string text = R"({"city": "Paris", "days": 2})";
+  for (const auto& cuts : {std::vector<size_t>{}, std::vector<size_t>{0, 1, 9, 20}}) {
+    ToolCallStream s(ToolCallFormat::kForcedFunction, counter(), "get_weather");
+    Assembled a;
+    const std::vector<std::string_view> pieces = split_at(text, cuts);
+    add_deltas(s.feed(pieces[0]), a);
+    ASSERT_EQ(a.calls.size(), 1u);  // the header at once
+    for (size_t i = 1; i < pieces.size(); ++i) add_deltas(s.feed(pieces[i]), a);
+    add_deltas(s.finish(), a);
+    EXPECT_TRUE(s.has_calls());
+    EXPECT_EQ(a.content, "");
+    ASSERT_EQ(a.calls.size(), 1u);
+    EXPECT_EQ(a.calls[0], (Call{"call_0", "get_weather", text}));
+    const std::optional<ParsedToolCalls> parsed =
+        parse_tool_calls(ToolCallFormat::kForcedFunction, text, counter(), "get_weather");
+    ASSERT_TRUE(parsed);
+    EXPECT_FALSE(parsed->content);
+    EXPECT_EQ(parsed->tool_calls[0]["function"]["name"], "get_weather");
+    EXPECT_EQ(parsed->tool_calls[0]["function"]["arguments"], text);
+  }
+  // A reply that sent no text still made its call.
+  ToolCallStream empty(ToolCallFormat::kForcedFunction, counter(), "now");
+  Assembled a;
+  add_deltas(empty.finish(), a);
+  ASSERT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(a.calls[0], (Call{"call_0", "now", ""}));
+}
+
 TEST(ToolCallStream, RandomRepliesInEveryFormat) {
   for (const ToolCallFormat format : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kMistral}) {
     std::mt19937 rng(7 + static_cast<int>(format));

@@ -91,6 +91,23 @@ TEST(ToolCalls, ChatResponseShape) {
   EXPECT_EQ(plain["choices"][0]["finish_reason"], "stop");
 }
 
+// A call forced by naming its function finishes as its reply did, as in OpenAI's API.
+TEST(ToolCalls, ForcedFunctionResponseKeepsTheReplysFinishReason) {
+  ResponseContext ctx{Endpoint::kChat, "chatcmpl-1", 100, "m"};
+  ctx.tool_call_format = ToolCallFormat::kForcedFunction;
+  ctx.forced_function = "f";
+  const std::string text = R"({"x": 1})";
+  const auto parsed = parse_tool_calls(ctx.tool_call_format, text, counter(), ctx.forced_function);
+  ASSERT_TRUE(parsed);
+  for (const auto& [reason, name] : {std::pair{FinishReason::kEos, "stop"}, std::pair{FinishReason::kLength, "length"}}) {
+    const json choice = make_response(ctx, text, reason, Usage{3, 5}, nullptr, &*parsed)["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], name);
+    EXPECT_TRUE(choice["message"]["content"].is_null());
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"],
+              (json{{"name", "f"}, {"arguments", text}}));
+  }
+}
+
 TEST(ToolCalls, StreamChunkShape) {
   const ResponseContext ctx{Endpoint::kChat, "chatcmpl-1", 100, "m"};
   const json header = json::parse(R"({"tool_calls": [{"index": 0, "id": "call_0", "type": "function",
