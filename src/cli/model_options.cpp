@@ -116,6 +116,15 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
          "TOKEN_ID=BIAS added to that token's logit, bias in [-100, 100] (repeatable)")
       ->type_name("ID=BIAS");
   cmd->add_option("--stop", g.stop, "Stop string (repeatable)");
+  cmd->add_flag("--include-stop-str-in-output", g.include_stop_str_in_output,
+                "Keep the stop string that ended the output in its text");
+  cmd->add_option("--stop-token-id", g.stop_token_ids,
+                  "Token id that ends the output as end-of-sequence does (repeatable)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-tokens", g.min_tokens,
+                  "End-of-sequence and stop tokens cannot end the output before this many tokens")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--ignore-eos", g.ignore_eos, "Continue past the end-of-sequence token");
 }
 

@@ -2,8 +2,8 @@
 
 namespace dspark {
 
-Detokenizer::Detokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings)
-    : decoder_(tokenizer), text_(std::move(stop_strings)) {}
+Detokenizer::Detokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings, bool keep_stop_string)
+    : decoder_(tokenizer), text_(std::move(stop_strings), keep_stop_string) {}
 
 bool Detokenizer::process(RequestOutput& out) {
   out.text.clear();

@@ -23,7 +23,8 @@ namespace dspark {
 
 class Detokenizer {
  public:
-  Detokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings);
+  // keep_stop_string: the text ends with the stop string that stopped it (TextStream).
+  Detokenizer(const Tokenizer& tokenizer, std::vector<std::string> stop_strings, bool keep_stop_string = false);
 
   // Fills out.text with the text its tokens make final and sets out.output_tokens to the
   // tokens kept so far. At a stop string: out.token_ids (and logprobs) end at the token

@@ -369,7 +369,7 @@ GenerationResult generate_one(Engine& engine, std::vector<int32_t> prompt, const
   result.prompt_tokens = static_cast<int64_t>(prompt.size());
   const double start = now_seconds();
   bool done = false;
-  Detokenizer detokenizer(engine.tokenizer(), options.stop);
+  Detokenizer detokenizer(engine.tokenizer(), options.stop, options.include_stop_str_in_output);
   const int64_t id = engine.add_request(std::move(prompt), options);
   std::vector<RequestOutput> outputs;
   auto take = [&](RequestOutput& out) {

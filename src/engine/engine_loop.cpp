@@ -64,7 +64,8 @@ std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, c
                                        options_.max_waiting));
     }
     stream = std::make_shared<RequestStream>(next_id_++, static_cast<int64_t>(prompt.size()), now_seconds());
-    stream->detokenizer_ = std::make_unique<Detokenizer>(tokenizer_, options.stop);
+    stream->detokenizer_ =
+        std::make_unique<Detokenizer>(tokenizer_, options.stop, options.include_stop_str_in_output);
     ++in_flight_;
     inbox_.push_back(Submission{stream, std::move(prompt), options});
   }

@@ -27,6 +27,13 @@ void GenerationOptions::validate() const {
     DSPARK_CHECK_REQUEST(s.size() <= kMaxStopStringBytes, "stop: a stop string has at most {} bytes, got {}",
                          kMaxStopStringBytes, s.size());
   }
+  DSPARK_CHECK_REQUEST(stop_token_ids.size() <= kMaxStopTokenIds, "stop_token_ids: at most {} ids, got {}",
+                       kMaxStopTokenIds, stop_token_ids.size());
+  for (const int32_t id : stop_token_ids) DSPARK_CHECK_REQUEST(id >= 0, "stop_token_ids: a negative id {}", id);
+  DSPARK_CHECK_REQUEST(min_tokens >= 0 && min_tokens <= max_tokens, "min_tokens must be in [0, max_tokens = {}], got {}",
+                       max_tokens, min_tokens);
+  DSPARK_CHECK_REQUEST(min_tokens == 0 || response_format == ResponseFormat::kText,
+                       "min_tokens cannot be combined with a JSON response_format (a complete value ends the output)");
   sampling.validate();
 }
 

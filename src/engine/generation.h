@@ -24,6 +24,7 @@ std::string_view finish_reason_name(FinishReason reason);
 // is bounded: it costs every other request in the batch time, not only its own.
 inline constexpr size_t kMaxStopStrings = 64;
 inline constexpr size_t kMaxStopStringBytes = 256;
+inline constexpr size_t kMaxStopTokenIds = 64;
 
 // The log-probability of one generated token under the distribution it was drawn from
 // (the request's transform: penalties, temperature, top-k/top-p/min-p; for a greedy
@@ -50,7 +51,15 @@ struct GenerationOptions {
   int64_t max_tokens = 128;             // generated tokens at most
   SamplingParams sampling;              // temperature 0 = greedy
   std::vector<std::string> stop;        // stop strings (not included in the output); <= kMaxStopStrings, each <= kMaxStopStringBytes
-  bool ignore_eos = false;              // keep going past EOS (benchmarks)
+  bool include_stop_str_in_output = false;  // the text keeps the stop string that ended it
+  std::vector<int32_t> stop_token_ids;  // tokens that end the output as EOS does (finish "stop", the token
+                                        // not included); <= kMaxStopTokenIds, ids in the vocabulary
+  bool ignore_eos = false;              // keep going past EOS (benchmarks); stop_token_ids still stop
+  // EOS (unless ignored) and stop_token_ids are masked out of the target's distribution
+  // until the output has this many tokens, so it cannot end sooner (max_tokens and the
+  // context still can). In [0, max_tokens]; not with a JSON response_format, whose value
+  // ends the output when it is complete.
+  int64_t min_tokens = 0;
   int32_t logprobs = -1;                // -1 = off; n in [0, 20]: each token's log-prob and the top n
   int32_t max_spec_tokens = -1;         // drafts verified per round at most (0 = no speculation);
                                         // -1 = as the engine's speculator and schedule decide

@@ -1,6 +1,7 @@
 #include "engine/output_processor.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/check.h"
 #include "core/clock.h"
@@ -33,6 +34,7 @@ OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits
     r.json->mask_rows(masked_.data(), vocab, r.drafts);
     logits = masked_.data();
   }
+  logits = ban_early_stops(r, logits, num_drafts + 1);
   const SamplingParams& sp = r.options.sampling;
   // Target distributions p_0..p_L under the request's transform; the repetition penalty
   // at draft position j sees the drafts before it, exactly as plain decoding would.
@@ -121,11 +123,37 @@ TokenLogprob OutputProcessor::token_logprob(const float* logits, const float* pr
   return dspark::token_logprob(probs, vocab_, token, std::min<int32_t>(r.options.logprobs, static_cast<int32_t>(vocab_)));
 }
 
+const float* OutputProcessor::ban_early_stops(const Request& r, const float* logits, int32_t num_rows) {
+  const int64_t short_rows = std::min<int64_t>(num_rows, r.options.min_tokens - r.num_output_tokens());
+  if (short_rows <= 0) return logits;
+  const int64_t vocab = vocab_;
+  if (logits != masked_.data()) {
+    masked_.resize(std::max(masked_.size(), static_cast<size_t>(num_rows * vocab)));
+    std::copy_n(logits, num_rows * vocab, masked_.data());
+  }
+  constexpr float kBanned = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < short_rows; ++j) {
+    float* row = masked_.data() + j * vocab;
+    if (!r.options.ignore_eos) {
+      for (const int32_t id : tokenizer_.eos_ids()) row[id] = kBanned;
+    }
+    for (const int32_t id : r.options.stop_token_ids) row[id] = kBanned;
+  }
+  return masked_.data();
+}
+
+std::optional<FinishReason> OutputProcessor::ends_output(const Request& r, int32_t token) const {
+  const auto& eos = tokenizer_.eos_ids();
+  if (!r.options.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) return FinishReason::kEos;
+  const auto& stops = r.options.stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) return FinishReason::kStop;
+  return std::nullopt;
+}
+
 bool OutputProcessor::append_token(Request& r, int32_t token, RequestOutput& out) {
   if (r.first_token_time == 0) r.first_token_time = now_seconds();
-  const auto& eos = tokenizer_.eos_ids();
-  if (!r.options.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) {
-    finish(r, FinishReason::kEos, out);
+  if (const std::optional<FinishReason> reason = ends_output(r, token)) {
+    finish(r, *reason, out);
     return true;
   }
   r.tokens.push_back(token);

@@ -54,6 +54,14 @@ class OutputProcessor {
   double cut_draft_survival(const Request& request, const float* p, int32_t position, int32_t emitted) const;
   // Appends one token; returns true when the request finished.
   bool append_token(Request& request, int32_t token, RequestOutput& out);
+  // min_tokens: the rows of `logits` ([num_rows, vocab]) whose token would leave the output
+  // shorter than that, with EOS (unless ignored) and the stop tokens at -inf: masked_ (a
+  // copy, or in place when logits already is masked_), or logits itself when no row is
+  // short.
+  const float* ban_early_stops(const Request& request, const float* logits, int32_t num_rows);
+  // kEos for an EOS id (unless ignored), kStop for a stop token: the token ends the output
+  // and is not part of it.
+  std::optional<FinishReason> ends_output(const Request& request, int32_t token) const;
   // The log-probabilities reported for `token`, emitted from one row of the target:
   // logits [vocab] and probs [vocab] (p under the request's transform); history as for
   // that row's p. A greedy request's p is one-hot, so its report is the log-softmax of
@@ -69,7 +77,7 @@ class OutputProcessor {
   std::vector<float> probs_;          // [max_drafts + 1, vocab] target p of one request
   std::vector<int32_t> history_;      // committed + drafts, for the penalties
   std::vector<float> logprob_probs_;  // [vocab] a greedy request's untruncated p (logprobs)
-  std::vector<float> masked_;         // [max_drafts + 1, vocab] a constrained request's logits, masked
+  std::vector<float> masked_;         // [max_drafts + 1, vocab] a constrained or min_tokens request's logits, masked
 };
 
 }  // namespace dspark

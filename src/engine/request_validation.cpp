@@ -25,6 +25,10 @@ void validate_request(std::span<const int32_t> prompt, const GenerationOptions& 
                       int64_t max_model_len) {
   options.validate();
   validate_prompt(prompt, vocab_size, max_model_len);
+  for (const int32_t id : options.stop_token_ids) {
+    DSPARK_CHECK_REQUEST(id < vocab_size, "stop_token_ids: token id {} is outside the vocabulary [0, {})", id,
+                         vocab_size);
+  }
   for (const auto& [id, bias] : options.sampling.logit_bias) {
     DSPARK_CHECK_REQUEST(id < vocab_size, "logit_bias token id {} is outside the vocabulary [0, {})", id, vocab_size);
   }

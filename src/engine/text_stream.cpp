@@ -4,7 +4,8 @@
 
 namespace dspark {
 
-TextStream::TextStream(std::vector<std::string> stop_strings) : stop_strings_(std::move(stop_strings)) {
+TextStream::TextStream(std::vector<std::string> stop_strings, bool keep_stop_string)
+    : stop_strings_(std::move(stop_strings)), keep_stop_string_(keep_stop_string) {
   std::erase_if(stop_strings_, [](const std::string& s) { return s.empty(); });
   std::sort(stop_strings_.begin(), stop_strings_.end());
   stop_strings_.erase(std::unique(stop_strings_.begin(), stop_strings_.end()), stop_strings_.end());
@@ -17,13 +18,16 @@ std::string TextStream::append(std::string_view text) {
   text_.append(text);
   // Only a stop string that ends inside the new text can be new; search from just before it.
   const size_t search_from = old_size >= max_stop_len_ ? old_size - max_stop_len_ + 1 : 0;
-  size_t cut = std::string::npos;
+  size_t cut = std::string::npos, cut_length = 0;
   for (const auto& stop : stop_strings_) {
     const size_t pos = text_.find(stop, search_from);
-    if (pos != std::string::npos) cut = std::min(cut, pos);
+    if (pos < cut || (pos == cut && stop.size() < cut_length)) {
+      cut = pos;
+      cut_length = stop.size();
+    }
   }
   if (cut != std::string::npos) {
-    text_.resize(std::max(cut, emitted_));
+    text_.resize(std::max(keep_stop_string_ ? cut + cut_length : cut, emitted_));
     stopped_ = true;
     return finish();
   }

@@ -1,7 +1,8 @@
 // TextStream: turns a growing generated text into what may be shown to the user, given
 // the request's stop strings. Text that could still turn out to be the beginning of a
 // stop string is held back; once a stop string appears, the text is cut just before it
-// and the stream reports that it stopped.
+// (or just after it, keeping it: include_stop_str_in_output) and the stream reports that
+// it stopped. The first stop string to start wins; of two starting there, the shorter.
 //
 // Cost per append is bounded by the new text and the stop strings, never by the text so
 // far: a stop string that completes now must end inside the new text, so only the last
@@ -18,7 +19,7 @@ namespace dspark {
 
 class TextStream {
  public:
-  explicit TextStream(std::vector<std::string> stop_strings);
+  explicit TextStream(std::vector<std::string> stop_strings, bool keep_stop_string = false);
 
   // Appends newly decoded text; returns the text that is now final. After a stop string
   // matched, returns the remainder before it and stopped() becomes true.
@@ -35,6 +36,7 @@ class TextStream {
 
   std::vector<std::string> stop_strings_;  // non-empty, sorted, unique
   size_t max_stop_len_ = 0;
+  bool keep_stop_string_ = false;
   std::string text_;
   size_t emitted_ = 0;
   bool stopped_ = false;

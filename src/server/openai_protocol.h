@@ -18,7 +18,8 @@
 // max_tokens / max_completion_tokens (>= 1), temperature (>= 0), top_p (0, 1],
 // top_k (-1 or 0 = off, else >= 1), min_p [0, 1], repetition_penalty (> 0), seed
 // (any integer), stop (string or list of at most kMaxStopStrings non-empty strings of at most kMaxStopStringBytes), ignore_eos, stream,
-// stream_options.include_usage, n (1..kMaxChoices), presence_penalty and frequency_penalty
+// stream_options.include_usage, stop_token_ids, include_stop_str_in_output and min_tokens
+// (vLLM's), n (1..kMaxChoices), presence_penalty and frequency_penalty
 // [-2, 2], logit_bias ({"token id": bias in [-100, 100]}), logprobs (completions: 0..20
 // alternatives; chat: a boolean, with top_logprobs 0..20), and dspark's
 // num_speculative_tokens (>= 0: at most this many drafts verified per round for this

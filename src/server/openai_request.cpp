@@ -277,6 +277,25 @@ void parse_stop(const Fields& f, ParsedRequest& r) {
   }
 }
 
+// vLLM's extensions around stopping: stop_token_ids (ids that end the output as EOS does),
+// include_stop_str_in_output, and min_tokens (EOS and the stop ids masked until the output
+// has that many tokens; checked against max_tokens by the engine's validation).
+void parse_stop_tokens(const Fields& f, ParsedRequest& r) {
+  if (const json* ids = f.get("stop_token_ids")) {
+    if (!ids->is_array()) throw wrong_type("stop_token_ids", "a list of token ids", *ids);
+    if (ids->size() > kMaxStopTokenIds) {
+      throw ApiError::bad_request(
+          fmt::format("'stop_token_ids' has at most {} ids, got {}", kMaxStopTokenIds, ids->size()), "stop_token_ids");
+    }
+    r.options.stop_token_ids = token_ids(*ids, "stop_token_ids");
+  }
+  if (auto keep = f.boolean("include_stop_str_in_output")) r.options.include_stop_str_in_output = *keep;
+  if (auto n = f.integer("min_tokens")) {
+    if (*n < 0) throw ApiError::bad_request(fmt::format("'min_tokens' must be >= 0, got {}", *n), "min_tokens");
+    r.options.min_tokens = *n;
+  }
+}
+
 // Completions: "logprobs": n (the top n alternatives, 0..20). Chat: "logprobs": true and
 // "top_logprobs": n (0..20; needs logprobs).
 void parse_logprobs(const Fields& f, ParsedRequest& r) {
@@ -492,6 +511,7 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
     r.options.max_spec_tokens = static_cast<int32_t>(std::min<int64_t>(*k, std::numeric_limits<int32_t>::max()));
   }
   parse_stop(f, r);
+  parse_stop_tokens(f, r);
   if (auto ignore_eos = f.boolean("ignore_eos")) r.options.ignore_eos = *ignore_eos;
   if (auto stream = f.boolean("stream")) r.stream = *stream;
   if (const json* so = f.get("stream_options")) {

@@ -3,10 +3,12 @@
 // request finishes ("stop") the moment its object closes.
 #include "engine/output_processor.h"
 
+#include <fstream>
 #include <limits>
 #include <optional>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "engine/detokenizer.h"
 #include "structured/json_matcher.h"
@@ -92,6 +94,65 @@ TEST(OutputProcessor, WithoutAConstraintTheLogitsDecide) {
   EXPECT_EQ(outputs[0].finish_reason, FinishReason::kLength);
 }
 
+// min_tokens masks EOS and the stop tokens in every row whose token would leave the
+// output shorter, rows of one verification round included (the boundary can fall inside
+// it); then EOS ends the output (kEos) and a stop token too (kStop), neither kept.
+TEST(OutputProcessor, MinTokensKeepsEosAndStopTokensOutOfTheFirstTokens) {
+  const auto dir = testing::write_tiny_tokenizer(testing::make_temp_dir("output-processor-min-tokens"), kVocab);
+  std::ofstream(dir / "generation_config.json") << nlohmann::json{{"eos_token_id", id_of('$')}}.dump();
+  const Tokenizer tok = Tokenizer::from_dir(dir);
+  ASSERT_EQ(tok.eos_ids(), std::vector<int32_t>{id_of('$')});
+  OutputProcessor processor(kVocab, 256, /*max_drafts=*/2, tok);
+  // Every row ranks EOS first, the stop token '#' second, 'a' third.
+  auto rows = [](int n) {
+    std::vector<float> logits(n * kVocab, -10.0f);
+    for (int j = 0; j < n; ++j) {
+      logits[j * kVocab + id_of('$')] = 6.0f;
+      logits[j * kVocab + id_of('#')] = 5.0f;
+      logits[j * kVocab + id_of('a')] = 4.0f;
+    }
+    return logits;
+  };
+  GenerationOptions g;
+  g.max_tokens = 10;
+  g.sampling.temperature = 0;
+  g.min_tokens = 3;
+  g.stop_token_ids = {id_of('#')};
+  Request r(1, {id_of('Q')}, g);
+  r.spec_metrics = SpecDecodeMetrics(2);
+  std::vector<RequestOutput> outputs;
+  processor.commit(r, rows(1).data(), outputs);  // output token 1: both masked
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].token_ids, std::vector<int32_t>{id_of('a')});
+  // Drafts for tokens 2 and 3: their rows are masked, the row after them is not.
+  r.drafts = {id_of('a'), id_of('a')};
+  outputs.clear();
+  const OutputProcessor::Verdict v = processor.commit(r, rows(3).data(), outputs);
+  EXPECT_EQ(v.num_accepted, 2);
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].token_ids, (std::vector<int32_t>{id_of('a'), id_of('a')}));
+  EXPECT_TRUE(outputs[0].finished);
+  EXPECT_EQ(outputs[0].finish_reason, FinishReason::kEos);
+  EXPECT_EQ(r.num_output_tokens(), 3);
+
+  // Without min_tokens: with EOS ignored, the stop token ends the output at once.
+  g.min_tokens = 0;
+  g.ignore_eos = true;
+  Request stopped(2, {id_of('Q')}, g);
+  std::vector<float> logits = rows(1);
+  logits[id_of('#')] = 7.0f;
+  outputs.clear();
+  processor.commit(stopped, logits.data(), outputs);
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_TRUE(outputs[0].token_ids.empty());
+  EXPECT_EQ(outputs[0].finish_reason, FinishReason::kStop);
+  // With EOS ignored, min_tokens masks the stop tokens only: EOS is an ordinary token.
+  g.min_tokens = 2;
+  Request ignoring(3, {id_of('Q')}, g);
+  outputs.clear();
+  processor.commit(ignoring, logits.data(), outputs);
+  EXPECT_EQ(outputs[0].token_ids, std::vector<int32_t>{id_of('$')});
+}
 
 // A round whose verified drafts all survive computes the target's row where the first
 // unverified draft would have gone: the verdict gives the probability that draft would

@@ -2,6 +2,7 @@
 // frequency penalties, logprobs, and the request's own cap on verified drafts. Each must
 // keep speculative decoding lossless: greedy outputs (and their logprobs) identical to
 // plain decoding, and the drafter's distribution the same transform as the target's.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -178,6 +179,63 @@ TEST(RequestOptions, PerRequestSpeculationCap) {
   EXPECT_EQ(two.spec_metrics.num_accepted_tokens, two.spec_metrics.num_draft_tokens);  // self-drafting
 }
 
+std::vector<int32_t> first(const std::vector<int32_t>& tokens, size_t n) {
+  return {tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(std::min(n, tokens.size()))};
+}
+
+// stop_token_ids end the output before the token (finish "stop"); min_tokens masks them and
+// EOS until the output is that long, so the first min_tokens tokens are those of a request
+// that bans them outright (a -100 logit bias). Both lossless under speculation, greedy and
+// seeded.
+TEST(RequestOptions, StopTokensAndMinTokensStayLosslessUnderSpeculation) {
+  Runs runs;
+  const auto& eos = runs.tok.eos_ids();  // none in this tokenizer: the server test covers EOS
+  for (uint64_t seed : {1, 2}) {
+    SCOPED_TRACE(seed);
+    const auto prompt = repetitive_prompt(seed);
+    GenerationOptions base = testing::greedy(24);
+    base.ignore_eos = false;
+    const GenerationResult plain = runs.plain(prompt, base);
+    ASSERT_GE(plain.tokens.size(), 6u);
+    const int32_t stop = plain.tokens[3];
+    const size_t stop_at = static_cast<size_t>(std::find(plain.tokens.begin(), plain.tokens.end(), stop) -
+                                               plain.tokens.begin());
+    GenerationOptions g = base;
+    g.stop_token_ids = {stop};
+    const GenerationResult stopped = runs.plain(prompt, g);
+    EXPECT_EQ(stopped.tokens, first(plain.tokens, stop_at));
+    EXPECT_EQ(stopped.finish_reason, FinishReason::kStop);
+    EXPECT_EQ(runs.ngram(prompt, g).tokens, stopped.tokens);
+    EXPECT_EQ(runs.self_drafted(prompt, g).tokens, stopped.tokens);
+
+    constexpr int64_t kMin = 12;
+    g.min_tokens = kMin;
+    const GenerationResult at_least = runs.plain(prompt, g);
+    ASSERT_GE(at_least.tokens.size(), static_cast<size_t>(kMin));
+    EXPECT_EQ(std::count(at_least.tokens.begin(), at_least.tokens.end(), stop), 0);
+    GenerationOptions banned = base;
+    banned.max_tokens = kMin;
+    banned.sampling.logit_bias = {{stop, -100.0f}};
+    for (const int32_t id : eos) banned.sampling.logit_bias.emplace_back(id, -100.0f);
+    banned.sampling.sort_logit_bias();
+    EXPECT_EQ(first(at_least.tokens, kMin), runs.plain(prompt, banned).tokens);
+    for (const GenerationResult& speculated : {runs.ngram(prompt, g), runs.self_drafted(prompt, g)}) {
+      EXPECT_EQ(speculated.tokens, at_least.tokens);
+      EXPECT_EQ(speculated.finish_reason, at_least.finish_reason);
+    }
+
+    GenerationOptions sampled = g;
+    sampled.sampling.temperature = 1.0f;
+    sampled.sampling.seed = seed;
+    sampled.sampling.position_keyed = true;
+    const GenerationResult keyed = runs.plain(prompt, sampled);
+    ASSERT_GE(keyed.tokens.size(), static_cast<size_t>(kMin));
+    EXPECT_EQ(std::count(keyed.tokens.begin(), keyed.tokens.end(), stop), 0);
+    EXPECT_EQ(runs.ngram(prompt, sampled).tokens, keyed.tokens);
+    EXPECT_EQ(runs.self_drafted(prompt, sampled).tokens, keyed.tokens);
+  }
+}
+
 TEST(RequestOptions, InvalidValuesAreRefused) {
   GenerationOptions g;
   g.logprobs = 21;
@@ -190,6 +248,22 @@ TEST(RequestOptions, InvalidValuesAreRefused) {
   g = {};
   g.sampling.presence_penalty = 3;
   EXPECT_THROW(g.validate(), Error);
+  g = {};
+  g.min_tokens = g.max_tokens + 1;
+  EXPECT_THROW(g.validate(), Error);
+  g.min_tokens = -1;
+  EXPECT_THROW(g.validate(), Error);
+  g.min_tokens = g.max_tokens;
+  EXPECT_NO_THROW(g.validate());
+  g.response_format = ResponseFormat::kJsonObject;
+  EXPECT_THROW(g.validate(), Error);
+  g = {};
+  g.stop_token_ids = {-1};
+  EXPECT_THROW(g.validate(), Error);
+  g.stop_token_ids.assign(kMaxStopTokenIds + 1, 1);
+  EXPECT_THROW(g.validate(), Error);
+  g.stop_token_ids.assign(kMaxStopTokenIds, 1);
+  EXPECT_NO_THROW(g.validate());
 }
 
 }  // namespace

@@ -46,6 +46,23 @@ TEST(TextStream, StopSpanningManyPiecesAndEarliestOfSeveral) {
   EXPECT_EQ(s.text(), "a");
 }
 
+// include_stop_str_in_output: the text ends with the stop string that won (the first to
+// start; of two starting there, the shorter).
+TEST(TextStream, KeepsTheStopStringWhenAsked) {
+  TextStream s({"\nQuestion:"}, /*keep_stop_string=*/true);
+  std::string out = s.append("The answer is 4\nQue");
+  out += s.append("stion: next");
+  EXPECT_TRUE(s.stopped());
+  EXPECT_EQ(out, "The answer is 4\nQuestion:");
+  EXPECT_EQ(s.text(), out);
+  TextStream both({"cde", "bc", "bcd"}, true);
+  std::string text;
+  for (const char* p : {"a", "b", "c", "d", "e"}) text += both.append(p);
+  EXPECT_EQ(text, "abc");
+  TextStream whole({"cde", "bcd", "bc"}, true);
+  EXPECT_EQ(whole.append("abcde"), "abc");  // both start at 1: the shorter
+}
+
 TEST(TextStream, StopAtVeryStart) {
   TextStream s({"x"});
   EXPECT_EQ(s.append("xyz"), "");

@@ -25,8 +25,8 @@ TEST(OpenAiProtocol, ParsesEveryCompletionField) {
       "min_p": 0.05, "repetition_penalty": 1.1, "seed": 42, "stop": ["a", "bc"], "ignore_eos": true,
       "stream": true, "stream_options": {"include_usage": true}, "n": 1, "presence_penalty": 0.25,
       "frequency_penalty": -0.5, "logprobs": 3, "num_speculative_tokens": 2,
-      "logit_bias": {"50": -100, "7": 2.5, "0": 100},
-      "unknown_field": {"anything": [1, 2]}})",
+      "logit_bias": {"50": -100, "7": 2.5, "0": 100}, "min_tokens": 3, "stop_token_ids": [9, 4],
+      "include_stop_str_in_output": true, "unknown_field": {"anything": [1, 2]}})",
                                         Endpoint::kCompletions);
   EXPECT_EQ(r.model, "m");
   EXPECT_EQ(r.prompt_text, "Hello");
@@ -52,6 +52,9 @@ TEST(OpenAiProtocol, ParsesEveryCompletionField) {
   // Sorted by token id, as SamplingParams holds them.
   EXPECT_EQ(r.options.sampling.logit_bias,
             (std::vector<std::pair<int32_t, float>>{{0, 100.0f}, {7, 2.5f}, {50, -100.0f}}));
+  EXPECT_EQ(r.options.min_tokens, 3);
+  EXPECT_EQ(r.options.stop_token_ids, (std::vector<int32_t>{9, 4}));
+  EXPECT_TRUE(r.options.include_stop_str_in_output);
   EXPECT_EQ(r.n, 1);
   EXPECT_EQ(parse_request(R"({"prompt": "x", "n": 3, "response_format": {"type": "text"}})", Endpoint::kCompletions).n, 3);
   EXPECT_EQ(parse_request(R"({"prompt": "x", "response_format": {"type": "json_object"}})", Endpoint::kCompletions)
@@ -212,6 +215,12 @@ TEST(OpenAiProtocol, BadInputIs400NamingTheField) {
       {R"({"prompt": "x", "logit_bias": {"5": "a"}})", "logit_bias.5"},
       {R"({"prompt": "x", "logit_bias": {"5": 1, "05": 2}})", "logit_bias"},
       {R"({"prompt": "x", "suffix": "end"})", "suffix"},
+      {R"({"prompt": "x", "min_tokens": -1})", "min_tokens"},
+      {R"({"prompt": "x", "min_tokens": "2"})", "min_tokens"},
+      {R"({"prompt": "x", "stop_token_ids": 5})", "stop_token_ids"},
+      {R"({"prompt": "x", "stop_token_ids": [-1]})", "stop_token_ids"},
+      {R"({"prompt": "x", "stop_token_ids": ["a"]})", "stop_token_ids"},
+      {R"({"prompt": "x", "include_stop_str_in_output": 1})", "include_stop_str_in_output"},
       {R"({"messages": "hi"})", "messages", Endpoint::kChat},
       {R"({"messages": []})", "messages", Endpoint::kChat},
       {R"({"prompt": "no messages"})", "messages", Endpoint::kChat},

@@ -1,6 +1,6 @@
 // OpenAI request fields that reach into sampling and speculation, over HTTP with
 // stories260K: logprobs (completions and chat, whole and streamed), presence and frequency
-// penalties, logit_bias, and dspark's per-request num_speculative_tokens with the request's own
+// penalties, logit_bias, stop_token_ids / min_tokens / include_stop_str_in_output, and dspark's per-request num_speculative_tokens with the request's own
 // acceptance in usage.spec_decode. The offline generate_one run is the reference.
 #include <algorithm>
 #include <atomic>
@@ -136,6 +136,58 @@ TEST(ServerOpenAiFields, LogitBiasMatchesOfflineAndBansTokens) {
   EXPECT_EQ(outside.status, 400) << outside.body;
   EXPECT_NE(outside.body.find("logit_bias token id 100000000 is outside the vocabulary"), std::string::npos)
       << outside.body;
+}
+
+// vLLM's stop controls: stop_token_ids end the output before the token, min_tokens keeps
+// them (and EOS) out of the first tokens, include_stop_str_in_output keeps the stop string;
+// the same text as offline, with and without speculation.
+TEST(ServerOpenAiFields, StopTokenIdsMinTokensAndKeptStopStringsMatchOffline) {
+  TestServer plain;
+  TestServer speculating(TestServerOptions{.speculator = "ngram"});
+  const GenerationResult unstopped = offline().run(offline().encode(kPrompt), greedy_options(24));
+  ASSERT_GE(unstopped.tokens.size(), 8u);
+  const int32_t stop = unstopped.tokens[4];
+  const std::string stop_string = unstopped.text.substr(unstopped.text.size() / 2, 3);
+  struct Case {
+    json fields;
+    GenerationOptions options;
+  };
+  GenerationOptions stopped = greedy_options(24), at_least = greedy_options(24), kept = greedy_options(24);
+  stopped.stop_token_ids = at_least.stop_token_ids = {stop};
+  at_least.min_tokens = 12;
+  kept.stop = {stop_string};
+  kept.include_stop_str_in_output = true;
+  const Case cases[] = {
+      {{{"stop_token_ids", {stop}}}, stopped},
+      {{{"stop_token_ids", {stop}}, {"min_tokens", 12}}, at_least},
+      {{{"stop", stop_string}, {"include_stop_str_in_output", true}}, kept},
+  };
+  for (const Case& c : cases) {
+    const GenerationResult expected = offline().run(offline().encode(kPrompt), c.options);
+    for (const TestServer* server : {&plain, &speculating}) {
+      const auto reply = http_post(server->port(), "/v1/completions", completion_body(24, c.fields).dump());
+      ASSERT_EQ(reply.status, 200) << reply.body;
+      EXPECT_EQ(reply.json["choices"][0]["text"], expected.text) << c.fields;
+      EXPECT_EQ(reply.json["choices"][0]["finish_reason"], finish_reason_name(expected.finish_reason)) << c.fields;
+    }
+  }
+  const GenerationResult first = offline().run(offline().encode(kPrompt), stopped);
+  EXPECT_LT(first.tokens.size(), 5u);
+  EXPECT_EQ(first.finish_reason, FinishReason::kStop);
+  const GenerationResult longer = offline().run(offline().encode(kPrompt), at_least);
+  EXPECT_GE(longer.tokens.size(), 12u);
+  EXPECT_EQ(std::count(longer.tokens.begin(), longer.tokens.end(), stop), 0);
+  const GenerationResult with_stop = offline().run(offline().encode(kPrompt), kept);
+  EXPECT_TRUE(with_stop.text.ends_with(stop_string)) << with_stop.text;
+  // Chat takes the same fields; bad values are 400.
+  const auto chat = http_post(plain.port(), "/v1/chat/completions",
+                              chat_body(8, {{"min_tokens", 8}, {"stop_token_ids", {stop}}}).dump());
+  EXPECT_EQ(chat.status, 200) << chat.body;
+  EXPECT_EQ(chat.json["usage"]["completion_tokens"], 8);
+  for (const json& bad : {json{{"stop_token_ids", {100000}}}, json{{"min_tokens", 25}}}) {
+    const auto reply = http_post(plain.port(), "/v1/completions", completion_body(24, bad).dump());
+    EXPECT_EQ(reply.status, 400) << reply.body;
+  }
 }
 
 TEST(ServerOpenAiFields, ChatLogprobsStreamedEqualWhole) {
