@@ -293,6 +293,9 @@ void Engine::commit_step(std::span<const ScheduledRequest> scheduled, std::vecto
     const ScheduledRequest& s = scheduled[i];
     Request& r = *s.request;
     const int32_t start = static_cast<int32_t>(r.num_computed);
+    if (const ModelRunner::PromptLogits p = runner_.prompt_logits(i); p.num_rows > 0) {
+      output_processor_.gather_prompt_logprobs(r, p.rows, p.first_position, p.num_rows);
+    }
     if (const float* logits = runner_.logits(i); logits == nullptr) {
       r.num_computed += s.num_real;  // a prefill chunk; nothing to sample yet
     } else {
@@ -378,6 +381,7 @@ GenerationResult generate_one(Engine& engine, std::vector<int32_t> prompt, const
     if (result.tokens.empty() && !out.token_ids.empty()) result.ttft_seconds = now_seconds() - start;
     result.tokens.insert(result.tokens.end(), out.token_ids.begin(), out.token_ids.end());
     result.logprobs.insert(result.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+    result.prompt_logprobs.insert(result.prompt_logprobs.end(), out.prompt_logprobs.begin(), out.prompt_logprobs.end());
     result.text += out.text;
     if (on_text && !out.text.empty()) on_text(out.text);
     if (out.finished) {

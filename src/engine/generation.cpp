@@ -19,6 +19,8 @@ void GenerationOptions::validate() const {
   DSPARK_CHECK_REQUEST(max_tokens >= 0, "max_tokens must be >= 0, got {}", max_tokens);
   DSPARK_CHECK_REQUEST(logprobs >= -1 && logprobs <= kMaxTopLogprobs,
                        "logprobs must be in [0, {}] (or -1 = off), got {}", kMaxTopLogprobs, logprobs);
+  DSPARK_CHECK_REQUEST(prompt_logprobs >= -1 && prompt_logprobs <= kMaxTopLogprobs,
+                       "prompt_logprobs must be in [0, {}] (or -1 = off), got {}", kMaxTopLogprobs, prompt_logprobs);
   DSPARK_CHECK_REQUEST(max_spec_tokens >= -1, "max_spec_tokens must be >= 0 (or -1 = the engine's), got {}",
                        max_spec_tokens);
   DSPARK_CHECK_REQUEST(stop.size() <= kMaxStopStrings, "stop: at most {} stop strings, got {}", kMaxStopStrings,

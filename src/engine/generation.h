@@ -61,6 +61,11 @@ struct GenerationOptions {
   // ends the output when it is complete.
   int64_t min_tokens = 0;
   int32_t logprobs = -1;                // -1 = off; n in [0, 20]: each token's log-prob and the top n
+  // -1 = off; n in [0, 20]: each prompt token's log-prob after the tokens before it (the
+  // first has none) under the target's own distribution (log-softmax of its logits: no
+  // sampling transform), and the top n. The prompt is then computed whole, never taken
+  // from the prefix cache (a cached block has KV but no logits).
+  int32_t prompt_logprobs = -1;
   int32_t max_spec_tokens = -1;         // drafts verified per round at most (0 = no speculation);
                                         // -1 = as the engine's speculator and schedule decide
   ResponseFormat response_format = ResponseFormat::kText;
@@ -74,6 +79,7 @@ struct GenerationOptions {
 struct GenerationResult {
   std::vector<int32_t> tokens;          // generated ids (EOS excluded)
   std::vector<TokenLogprob> logprobs;   // parallel to tokens when options.logprobs >= 0
+  std::vector<TokenLogprob> prompt_logprobs;  // prompt tokens 1.. when options.prompt_logprobs >= 0
   std::string text;                     // decoded, cut at a stop string
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;                    // set when finish_reason is kError

@@ -15,6 +15,7 @@ ModelRunner::ModelRunner(Transformer& model, const KvPoolOptions& kv, int64_t ma
   logit_rows_.reserve(max_batch_tokens);
   first_rows_.reserve(max_running);
   logit_offsets_.reserve(max_running);
+  prompt_rows_.reserve(max_running);
 }
 
 const ForwardResult& ModelRunner::execute(std::span<const ScheduledRequest> scheduled) {
@@ -23,6 +24,7 @@ const ForwardResult& ModelRunner::execute(std::span<const ScheduledRequest> sche
   logit_rows_.clear();
   first_rows_.clear();
   logit_offsets_.clear();
+  prompt_rows_.clear();
   const int64_t vocab = model_.config().vocab_size;
   for (const ScheduledRequest& s : scheduled) {
     const Request& r = *s.request;
@@ -31,6 +33,18 @@ const ForwardResult& ModelRunner::execute(std::span<const ScheduledRequest> sche
     tokens_.insert(tokens_.end(), r.tokens.begin() + r.num_computed, r.tokens.begin() + r.num_computed + s.num_real);
     tokens_.insert(tokens_.end(), r.drafts.begin(), r.drafts.begin() + s.num_drafts);
     slices_.push_back({s.num_real + s.num_drafts, static_cast<int32_t>(r.num_computed), r.blocks.data()});
+    // prompt_logprobs: the fed prompt positions whose next prompt token still wants its
+    // log-prob (a preempted request recomputes positions it has already reported).
+    PromptRows& prompt = prompt_rows_.emplace_back();
+    if (r.needs_prompt_logits()) {
+      prompt.offset = static_cast<int64_t>(logit_rows_.size()) * vocab;
+      prompt.first_position = std::max(r.num_computed, r.num_prompt_logprobs);
+      const int64_t end = std::min(r.num_computed + s.num_real, r.num_prompt_tokens - 1);
+      for (int64_t p = prompt.first_position; p < end; ++p) {
+        logit_rows_.push_back(first + static_cast<int32_t>(p - r.num_computed));
+        ++prompt.num_rows;
+      }
+    }
     if (r.num_computed + s.num_real == static_cast<int64_t>(r.tokens.size())) {
       // Reaches the end of the committed tokens: logits for the last one and every draft.
       logit_offsets_.push_back(static_cast<int64_t>(logit_rows_.size()) * vocab);
@@ -50,6 +64,12 @@ const ForwardResult& ModelRunner::execute(std::span<const ScheduledRequest> sche
     }
   }
   return result_;
+}
+
+ModelRunner::PromptLogits ModelRunner::prompt_logits(size_t i) const {
+  const PromptRows& p = prompt_rows_[i];
+  if (p.num_rows == 0) return {};
+  return {result_.logits + p.offset, p.first_position, p.num_rows};
 }
 
 const float* ModelRunner::hidden(size_t i) const {

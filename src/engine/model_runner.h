@@ -33,6 +33,15 @@ class ModelRunner {
   // logits [num_drafts + 1, vocab] (null when it did not reach the end of its tokens).
   int32_t first_row(size_t i) const { return first_rows_[i]; }
   const float* logits(size_t i) const { return logit_offsets_[i] < 0 ? nullptr : result_.logits + logit_offsets_[i]; }
+  // Of the last execute(): scheduled[i]'s logits at the prompt positions it fed that its
+  // prompt_logprobs still needed (Request::needs_prompt_logits), rows [num_rows, vocab] for
+  // positions first_position, first_position + 1, ...; num_rows 0 when none.
+  struct PromptLogits {
+    const float* rows = nullptr;
+    int64_t first_position = 0;
+    int32_t num_rows = 0;
+  };
+  PromptLogits prompt_logits(size_t i) const;
   // scheduled[i]'s fed rows of captured layer c start here (row j at + j * hidden_size).
   const float* hidden(size_t i) const;
 
@@ -50,6 +59,12 @@ class ModelRunner {
   std::vector<int32_t> logit_rows_;    // [max_batch_tokens]
   std::vector<int32_t> first_rows_;    // [max_running]
   std::vector<int64_t> logit_offsets_; // [max_running] float offset into the logits, or -1
+  struct PromptRows {
+    int64_t offset = 0;          // float offset into the logits
+    int64_t first_position = 0;
+    int32_t num_rows = 0;
+  };
+  std::vector<PromptRows> prompt_rows_;  // [max_running]
 };
 
 }  // namespace dspark

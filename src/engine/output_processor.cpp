@@ -87,6 +87,8 @@ OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits
     result.unverified_survival = cut_draft_survival(r, probs_.data() + static_cast<int64_t>(num_drafts) * vocab,
                                                     num_drafts, verdict.next_token);
   r.clear_drafts();
+  out.prompt_logprobs = std::move(r.prompt_logprobs);  // the first output: prefill is over
+  r.prompt_logprobs.clear();
   if (!out.token_ids.empty() || out.finished) {
     out.request_id = r.id;
     out.prompt_tokens = r.num_prompt_tokens;
@@ -106,6 +108,19 @@ double OutputProcessor::cut_draft_survival(const Request& r, const float* p, int
   const double qx = r.draft_probs ? r.draft_probs[static_cast<int64_t>(position) * vocab_ + x] : 1.0;
   if (qx <= 0) return px > 0 ? 1.0 : 0.0;
   return std::min(1.0, px / qx);
+}
+
+void OutputProcessor::gather_prompt_logprobs(Request& r, const float* rows, int64_t first_position, int32_t num_rows) {
+  DSPARK_CHECK(first_position == r.num_prompt_logprobs, "prompt logprobs from position {}, expected {}",
+               first_position, r.num_prompt_logprobs);
+  const SamplingParams softmax;  // temperature 1, nothing else: the model's own distribution
+  const int32_t top = std::min<int32_t>(r.options.prompt_logprobs, static_cast<int32_t>(vocab_));
+  for (int32_t k = 0; k < num_rows; ++k) {
+    logits_processor_.to_probs(rows + k * vocab_, logprob_probs_.data(), softmax, {}, r.num_prompt_tokens);
+    const int32_t token = r.tokens[static_cast<size_t>(first_position + k + 1)];
+    r.prompt_logprobs.push_back(dspark::token_logprob(logprob_probs_.data(), vocab_, token, top));
+  }
+  r.num_prompt_logprobs += num_rows;
 }
 
 TokenLogprob OutputProcessor::token_logprob(const float* logits, const float* probs, int32_t token, const Request& r,

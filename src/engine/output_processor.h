@@ -43,6 +43,11 @@ class OutputProcessor {
   // the request's own metrics, and appends its output to `outputs` when there is news.
   Verdict commit(Request& request, const float* logits, std::vector<RequestOutput>& outputs);
 
+  // prompt_logprobs: rows [num_rows, vocab] of the target's logits at prompt positions
+  // first_position.. give the log-probs of the prompt tokens after them (log-softmax, no
+  // sampling transform), kept in the request until its first output.
+  void gather_prompt_logprobs(Request& request, const float* rows, int64_t first_position, int32_t num_rows);
+
   // Marks the request finished with `reason` and completes its final output. Frees
   // nothing: the scheduler releases finished requests.
   void finish(Request& request, FinishReason reason, RequestOutput& out);

@@ -31,6 +31,7 @@ struct RequestOutput {
   std::string text;                    // newly final text; filled by a Detokenizer (the engine leaves it empty)
   std::vector<int32_t> token_ids;      // newly committed tokens
   std::vector<TokenLogprob> logprobs;  // parallel to token_ids when the request asked for them
+  std::vector<TokenLogprob> prompt_logprobs;  // options.prompt_logprobs >= 0: with the first output
   bool finished = false;
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;                   // non-empty when the request failed
@@ -57,6 +58,10 @@ struct Request {
   PrefixKeys prefix_keys;              // prefix caching: the keys of its full blocks
   int64_t num_cached_prompt_tokens = -1;  // prompt positions the cache gave at first admission; -1 before
   int64_t num_unobserved = 0;          // cached positions not yet shown to a hidden-state proposer
+  // options.prompt_logprobs >= 0: prompt positions whose next token's log-prob is known
+  // (position p gives token p + 1's), and those not yet handed out (the first output takes them).
+  int64_t num_prompt_logprobs = 0;
+  std::vector<TokenLogprob> prompt_logprobs;
 
   Rng rng;                             // target sampling and verification
   Rng draft_rng;                       // the drafter's own stream
@@ -80,6 +85,10 @@ struct Request {
   int64_t num_output_tokens() const { return static_cast<int64_t>(tokens.size()) - num_prompt_tokens; }
   int64_t num_uncomputed() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
   bool is_decoding() const { return num_uncomputed() == 1; }
+  // Prompt positions still needing the target's logits for prompt_logprobs.
+  bool needs_prompt_logits() const {
+    return options.prompt_logprobs >= 0 && num_prompt_logprobs < num_prompt_tokens - 1;
+  }
   // Verifies only the first n drafts this step, remembering the first one left out.
   void keep_drafts(size_t n) {
     if (n >= drafts.size()) return;

@@ -8,6 +8,7 @@ void StreamUpdate::clear() {
   text.clear();
   token_ids.clear();
   logprobs.clear();
+  prompt_logprobs.clear();
   finished = false;
   finish_reason = FinishReason::kLength;
   error.clear();
@@ -30,6 +31,8 @@ void RequestStream::push(const RequestOutput& out) {
     pending_.text += out.text;
     pending_.token_ids.insert(pending_.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
     pending_.logprobs.insert(pending_.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+    pending_.prompt_logprobs.insert(pending_.prompt_logprobs.end(), out.prompt_logprobs.begin(),
+                                    out.prompt_logprobs.end());
     pending_.prompt_tokens = out.prompt_tokens;
     pending_.output_tokens = out.output_tokens;
     if (out.finished) {

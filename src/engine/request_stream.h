@@ -29,6 +29,7 @@ struct StreamUpdate {
   std::string text;                 // newly final text
   std::vector<int32_t> token_ids;   // newly committed tokens
   std::vector<TokenLogprob> logprobs;  // parallel to token_ids when the request asked for them
+  std::vector<TokenLogprob> prompt_logprobs;  // prompt tokens 1.. (GenerationOptions::prompt_logprobs), once
   bool finished = false;            // the request is over; nothing will follow
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;                // non-empty when the request failed

@@ -59,7 +59,7 @@ const std::vector<ScheduledRequest>& Scheduler::schedule() {
   // Then admit waiting requests (FIFO) while there is budget, a free slot and KV room.
   while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < options_.max_running) {
     Request& r = *waiting_.front();
-    if (prefix_cache_ && awaits_shared_prefill(r)) break;
+    if (prefix_cache_ && !r.needs_prompt_logits() && awaits_shared_prefill(r)) break;
     const int64_t num_real = admit(r, budget);
     if (num_real == 0) break;  // no preemption for admission
     r.state = RequestState::kRunning;
@@ -86,7 +86,10 @@ void Scheduler::preempt(Request& victim) {
 }
 
 int64_t Scheduler::admit(Request& r, int64_t budget) {
-  if (prefix_cache_) r.num_computed = prefix_cache_->attach(r.tokens, r.blocks, r.prefix_keys, allocator_);
+  // A request gathering prompt logprobs computes its prompt itself: cached KV has no logits.
+  if (prefix_cache_ && !r.needs_prompt_logits()) {
+    r.num_computed = prefix_cache_->attach(r.tokens, r.blocks, r.prefix_keys, allocator_);
+  }
   const int64_t num_real = std::min({r.num_uncomputed(), options_.prefill_chunk, budget});
   if (!r.blocks.reserve(r.num_computed + num_real, options_.block_size, allocator_)) {
     r.blocks.release_all(allocator_);

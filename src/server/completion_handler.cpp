@@ -37,6 +37,8 @@ struct SseChoice {
   std::optional<LogprobsBuilder> logprobs;  // when the request asked for them
   std::optional<ToolCallStream> tool_calls; // chat with tools: the reply's calls as deltas
   bool first = true;                        // no chunk written yet
+  bool echo_sent = false;                   // echo: the prompt's chunk was written
+  std::optional<std::string> joint;         // echo: what goes before the completion's text, once known
   bool done = false;                        // its finishing chunk was written
   StreamUpdate update;
   int64_t prompt_tokens = 0, cached_prompt_tokens = 0, output_tokens = 0;
@@ -173,6 +175,11 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
     } else if (endpoint == Endpoint::kChat && !r.chat.tools.is_null() && chat_format_.chat_template()) {
       ctx.tool_call_format = tool_call_format(chat_format_.chat_template()->source());
     }
+    if (r.echo) {
+      ctx.echo = EchoedPrompt{r.prompt_is_ids ? loop_.tokenizer().decode(prompt, /*skip_special_tokens=*/true)
+                                              : r.prompt_text,
+                              prompt};
+    }
     if (r.stream) respond_stream(response, std::move(streams), ctx, r.include_usage);
     else respond_whole(response, streams, ctx);
   } catch (const ApiError& e) {
@@ -197,16 +204,26 @@ void CompletionHandler::respond_whole(httplib::Response& response,
       StreamUpdate update;
       std::optional<LogprobsBuilder> logprobs;
       if (ctx.logprobs) logprobs.emplace(ctx.endpoint, loop_.tokenizer());
+      bool echoed = false;
+      std::optional<std::string> joint;  // echo: between the prompt's text and the completion's
       while (true) {
         const bool got = streams[i]->next(update, kPollInterval);
         // Nobody would read the answer: free the requests' batch slots and KV blocks now.
         // (Checked on every update too, since a busy request may never wait a whole interval.)
         if (current_client_gone()) throw ApiError(499, "the client closed the connection", "invalid_request_error");
         if (!got) continue;
+        if (ctx.echo && !echoed) {
+          echoed = true;
+          if (logprobs) logprobs->add_prompt(ctx.echo->tokens, update.prompt_logprobs);
+        }
+        if (ctx.echo && !joint && !update.token_ids.empty()) {
+          joint = echo_joint(loop_.tokenizer(), ctx.echo->tokens.back(), update.token_ids.front());
+        }
         text += update.text;
         if (logprobs) logprobs->add(update.logprobs);
         if (update.finished) break;
       }
+      if (ctx.echo) text = ctx.echo->text + (text.empty() ? std::string() : joint.value_or("")) + text;
       if (update.finish_reason == FinishReason::kError) throw server_error(update.error);
       if (update.finish_reason == FinishReason::kCancelled) {
         throw ApiError(503, "the request was cancelled (the server is shutting down)", "server_error", {}, "cancelled");
@@ -286,9 +303,10 @@ bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
   if (c.tool_calls) return append_tool_call_events(s, index);
   const StreamUpdate& u = c.update;
   const auto i = static_cast<int64_t>(index);
+  auto take_logprobs = [&c]() -> nlohmann::json { return c.logprobs ? c.logprobs->take() : nullptr; };
+  if (s.ctx.echo) echo_prompt(s, c, i);
   // Logprobs ride on the chunk that carries their text (or on the last one).
   if (c.logprobs) c.logprobs->add(u.logprobs);
-  auto take_logprobs = [&c]() -> nlohmann::json { return c.logprobs ? c.logprobs->take() : nullptr; };
   if (!u.finished) {
     if (u.text.empty()) return false;  // tokens whose text is still held back
     s.out += sse_event(make_chunk(s.ctx, u.text, std::nullopt, c.first, take_logprobs(), i));
@@ -309,6 +327,27 @@ bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
   const bool pending = c.logprobs && !c.logprobs->empty();
   s.out += sse_event(make_chunk(s.ctx, {}, u.finish_reason, c.first, pending ? take_logprobs() : nullptr, i));
   return false;
+}
+
+void CompletionHandler::echo_prompt(SseState& s, SseChoice& c, int64_t index) {
+  StreamUpdate& u = c.update;
+  if (!c.echo_sent) {  // the prompt first, in a chunk of its own, with its logprobs
+    c.echo_sent = true;
+    nlohmann::json logprobs = nullptr;
+    if (c.logprobs) {
+      c.logprobs->add_prompt(s.ctx.echo->tokens, u.prompt_logprobs);
+      logprobs = c.logprobs->take();
+    }
+    s.out += sse_event(make_chunk(s.ctx, s.ctx.echo->text, std::nullopt, c.first, logprobs, index));
+    c.first = false;
+  }
+  if (!c.joint && !u.token_ids.empty()) {
+    c.joint = echo_joint(loop_.tokenizer(), s.ctx.echo->tokens.back(), u.token_ids.front());
+  }
+  if (c.joint && !c.joint->empty() && !u.text.empty()) {  // once, before the completion's first text
+    u.text.insert(0, *c.joint);
+    c.joint->clear();
+  }
 }
 
 bool CompletionHandler::append_tool_call_events(SseState& s, size_t index) {

@@ -64,6 +64,9 @@ class CompletionHandler {
   // Appends the events of choice `index`'s latest update to state.out; true when that
   // choice failed (the response ends with its error).
   bool append_choice_events(SseState& state, size_t index);
+  // Completions with echo: the prompt's chunk before the choice's first, and the joint
+  // (echo_joint) before its first text.
+  void echo_prompt(SseState& state, SseChoice& choice, int64_t index);
   // The same for a chat choice whose reply is parsed for tool calls as it streams.
   bool append_tool_call_events(SseState& state, size_t index);
   // A choice's finishing update: keeps its usage; for a failure appends the error event

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "core/check.h"
+
 namespace dspark {
 namespace {
 
@@ -12,13 +14,22 @@ double wire_logprob(float logprob) { return std::isfinite(logprob) ? static_cast
 
 }  // namespace
 
-std::string LogprobsBuilder::piece(int32_t token) const {
-  if (previous_ < 0) return tokenizer_.decode(std::span<const int32_t>(&token, 1));
-  const int32_t pair[2] = {previous_, token};
-  const std::string head = tokenizer_.decode(std::span<const int32_t>(pair, 1));
-  std::string both = tokenizer_.decode(std::span<const int32_t>(pair, 2));
+// Special tokens read as the text shows them: skipped (a BOS before an echoed prompt is "").
+std::string token_piece(const Tokenizer& tokenizer, int32_t previous, int32_t token) {
+  constexpr bool kSkipSpecial = true;
+  if (previous < 0) return tokenizer.decode(std::span<const int32_t>(&token, 1), kSkipSpecial);
+  const int32_t pair[2] = {previous, token};
+  const std::string head = tokenizer.decode(std::span<const int32_t>(pair, 1), kSkipSpecial);
+  std::string both = tokenizer.decode(std::span<const int32_t>(pair, 2), kSkipSpecial);
   if (both.compare(0, head.size(), head) == 0) return both.substr(head.size());
-  return tokenizer_.decode(std::span<const int32_t>(&token, 1));
+  return tokenizer.decode(std::span<const int32_t>(&token, 1), kSkipSpecial);
+}
+
+std::string echo_joint(const Tokenizer& tokenizer, int32_t last_prompt_token, int32_t first_output_token) {
+  const std::string in_context = token_piece(tokenizer, last_prompt_token, first_output_token);
+  const std::string alone = token_piece(tokenizer, -1, first_output_token);
+  if (in_context.size() <= alone.size() || !in_context.ends_with(alone)) return {};
+  return in_context.substr(0, in_context.size() - alone.size());
 }
 
 json LogprobsBuilder::entry(int32_t token, float logprob) const {
@@ -40,16 +51,34 @@ void LogprobsBuilder::add(std::span<const TokenLogprob> tokens) {
       previous_ = t.token;
       continue;
     }
-    const std::string text = piece(t.token);
-    tokens_.push_back(text);
-    token_logprobs_.push_back(wire_logprob(t.logprob));
+    push_completion_entry(t.token, &t);
+  }
+}
+
+void LogprobsBuilder::push_completion_entry(int32_t token, const TokenLogprob* t) {
+  const std::string text = piece(token);
+  tokens_.push_back(text);
+  if (t != nullptr) {
+    token_logprobs_.push_back(wire_logprob(t->logprob));
     json top = json::object();
-    for (const auto& [id, lp] : t.top) top[piece(id)] = wire_logprob(lp);
-    top[text] = wire_logprob(t.logprob);
-    previous_ = t.token;
+    for (const auto& [id, lp] : t->top) top[piece(id)] = wire_logprob(lp);  // after the same token
+    top[text] = wire_logprob(t->logprob);
     top_logprobs_.push_back(std::move(top));
-    text_offset_.push_back(text_offset_next_);
-    text_offset_next_ += static_cast<int64_t>(text.size());
+  } else {
+    token_logprobs_.push_back(nullptr);
+    top_logprobs_.push_back(nullptr);
+  }
+  text_offset_.push_back(text_offset_next_);
+  text_offset_next_ += static_cast<int64_t>(text.size());
+  previous_ = token;
+}
+
+void LogprobsBuilder::add_prompt(std::span<const int32_t> prompt, std::span<const TokenLogprob> prompt_logprobs) {
+  DSPARK_CHECK(endpoint_ == Endpoint::kCompletions && pending_ == 0 && previous_ < 0,
+               "LogprobsBuilder: the prompt goes first, and only into completions");
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    push_completion_entry(prompt[i], i > 0 && i - 1 < prompt_logprobs.size() ? &prompt_logprobs[i - 1] : nullptr);
+    ++pending_;
   }
 }
 

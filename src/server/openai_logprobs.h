@@ -24,6 +24,15 @@
 
 namespace dspark {
 
+// The text `token` adds after `previous` (-1: at the start of a text).
+std::string token_piece(const Tokenizer& tokenizer, int32_t previous, int32_t token);
+
+// Echo: what goes between the prompt's text and the completion's, given the prompt's last
+// token and the completion's first: the part of the first token's text that it shows after
+// the prompt but not at the start of a text (a SentencePiece word-start space, which
+// decoding drops at the start); usually empty.
+std::string echo_joint(const Tokenizer& tokenizer, int32_t last_prompt_token, int32_t first_output_token);
+
 // Accumulates one choice's logprobs over a response (whole, or chunk by chunk: take()
 // returns what was added since the last take()).
 class LogprobsBuilder {
@@ -31,14 +40,19 @@ class LogprobsBuilder {
   LogprobsBuilder(Endpoint endpoint, const Tokenizer& tokenizer) : endpoint_(endpoint), tokenizer_(tokenizer) {}
 
   void add(std::span<const TokenLogprob> tokens);
+  // Completions with echo, before any add(): the prompt's tokens, the first without a
+  // log-prob (null, as OpenAI writes it), the others with prompt_logprobs[i - 1] (null where
+  // missing).
+  void add_prompt(std::span<const int32_t> prompt, std::span<const TokenLogprob> prompt_logprobs);
   bool empty() const { return pending_ == 0; }
   // The logprobs object of everything added since the last take(); resets it.
   nlohmann::json take();
 
  private:
-  // The text `token` adds after previous_ (-1: at the start).
-  std::string piece(int32_t token) const;
+  std::string piece(int32_t token) const { return token_piece(tokenizer_, previous_, token); }
   nlohmann::json entry(int32_t token, float logprob) const;
+  // One entry of the completions lists for `token` (null log-probs when t is null).
+  void push_completion_entry(int32_t token, const TokenLogprob* t);
 
   Endpoint endpoint_;
   const Tokenizer& tokenizer_;

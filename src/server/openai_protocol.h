@@ -5,8 +5,8 @@
 // Parsing follows vLLM's rules: unknown top-level fields are accepted and ignored; a
 // known field with the wrong JSON type, or a value outside its range, is an ApiError
 // (status 400) that names the field in "param". null counts as absent. Features that are
-// recognised but not supported (best_of, echo, suffix) are refused with 400 rather than
-// silently ignored.
+// recognised but not supported (best_of, echo on chat, suffix) are refused with 400 rather
+// than silently ignored.
 //
 // Supported fields: model, prompt (string, [string], token ids, [[token ids]]) or
 // messages (role system/developer/user/assistant/tool/function; content a string, null,
@@ -19,7 +19,8 @@
 // top_k (-1 or 0 = off, else >= 1), min_p [0, 1], repetition_penalty (> 0), seed
 // (any integer), stop (string or list of at most kMaxStopStrings non-empty strings of at most kMaxStopStringBytes), ignore_eos, stream,
 // stream_options.include_usage, stop_token_ids, include_stop_str_in_output and min_tokens
-// (vLLM's), n (1..kMaxChoices), presence_penalty and frequency_penalty
+// (vLLM's), echo (completions: the prompt and, with logprobs, its logprobs before the
+// completion), n (1..kMaxChoices), presence_penalty and frequency_penalty
 // [-2, 2], logit_bias ({"token id": bias in [-100, 100]}), logprobs (completions: 0..20
 // alternatives; chat: a boolean, with top_logprobs 0..20), and dspark's
 // num_speculative_tokens (>= 0: at most this many drafts verified per round for this
@@ -96,6 +97,13 @@ struct ParsedRequest {
   int64_t n = 1;                     // choices: independent samples of the same prompt
   bool stream = false;
   bool include_usage = false;        // stream_options.include_usage
+  bool echo = false;                 // completions: the prompt goes before the completion
+};
+
+// What a completions response with echo writes before each choice's own text.
+struct EchoedPrompt {
+  std::string text;              // the prompt as sent, or decoded from its token ids
+  std::vector<int32_t> tokens;   // its tokens (the logprobs' first entries)
 };
 
 // Throws ApiError (400) for malformed JSON, a body that is not an object, and any invalid
@@ -111,6 +119,7 @@ struct ResponseContext {
   bool logprobs = false;  // the request asked for logprobs
   ToolCallFormat tool_call_format = ToolCallFormat::kNone;  // chat with tools: how the model calls them
   std::string forced_function;  // kForcedFunction: the function the reply's arguments are for
+  std::optional<EchoedPrompt> echo;  // completions with echo
 };
 
 struct Usage {

@@ -355,7 +355,9 @@ void parse_logit_bias(const Fields& f, SamplingParams& s) {
 
 void refuse_unsupported(const Fields& f, Endpoint endpoint) {
   if (auto best_of = f.integer("best_of"); best_of && *best_of != 1) throw unsupported("best_of", "best_of > 1");
-  if (auto echo = f.boolean("echo"); echo && *echo) throw unsupported("echo", "echo");
+  if (auto echo = f.boolean("echo"); echo && *echo && endpoint == Endpoint::kChat) {
+    throw unsupported("echo", "echo on chat completions");
+  }
   if (endpoint == Endpoint::kCompletions) {
     if (auto suffix = f.string("suffix"); suffix && !suffix->empty()) throw unsupported("suffix", "suffix");
   }
@@ -503,6 +505,12 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
   }
   parse_logit_bias(f, s);
   parse_logprobs(f, r);
+  // echo (completions): the prompt before the completion, with its logprobs when the
+  // request asks for logprobs (the first token has none), as OpenAI's legacy API does.
+  if (endpoint == Endpoint::kCompletions && f.boolean("echo").value_or(false)) {
+    r.echo = true;
+    r.options.prompt_logprobs = r.options.logprobs;
+  }
   if (auto k = f.integer("num_speculative_tokens")) {
     if (*k < 0) {
       throw ApiError::bad_request(fmt::format("'num_speculative_tokens' must be >= 0 (0 = no speculation), got {}", *k),

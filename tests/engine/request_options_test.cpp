@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "engine/engine.h"
+#include "engine/token_logprobs.h"
 #include "kernels/sampling.h"
 #include "tokenizer/tokenizer.h"
 #include "spec/draft_model_proposer.h"
@@ -236,6 +237,54 @@ TEST(RequestOptions, StopTokensAndMinTokensStayLosslessUnderSpeculation) {
   }
 }
 
+// prompt_logprobs: every prompt token after the first, under the model's own distribution
+// at the position before it, whatever the prefill chunking, prefix caching (a cached
+// prompt is computed again for them) or speculation; the reference runs the whole prompt
+// through one forward and takes the same softmax (batch invariance: the same bits).
+TEST(RequestOptions, PromptLogprobsAreTheModelsOwnAtEveryPromptPosition) {
+  Runs runs;
+  const std::vector<int32_t> prompt = repetitive_prompt(5);
+  ASSERT_GE(prompt.size(), 12u);
+  testing::EngineRunner reference(*runs.model);
+  const std::vector<float> logits = reference.run(reference.add_sequence(), prompt, static_cast<int64_t>(prompt.size()));
+  const int64_t vocab = runs.model->config().vocab_size;
+  LogitsProcessor processor(vocab);
+  std::vector<float> probs(vocab);
+  constexpr int32_t kTop = 3;
+  std::vector<TokenLogprob> expected;
+  for (size_t p = 0; p + 1 < prompt.size(); ++p) {
+    processor.to_probs(logits.data() + p * vocab, probs.data(), SamplingParams{}, {}, 0);
+    expected.push_back(token_logprob(probs.data(), vocab, prompt[p + 1], kTop));
+    double max = -1e30, sum = 0;  // and it is the log-softmax, computed plainly
+    for (int64_t v = 0; v < vocab; ++v) max = std::max<double>(max, logits[p * vocab + v]);
+    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(logits[p * vocab + v] - max);
+    EXPECT_NEAR(expected.back().logprob, logits[p * vocab + prompt[p + 1]] - max - std::log(sum), 1e-4);
+  }
+  auto same = [&](const GenerationResult& result, const char* what) {
+    ASSERT_EQ(result.prompt_logprobs.size(), expected.size()) << what;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(result.prompt_logprobs[i].token, expected[i].token) << what << " " << i;
+      EXPECT_EQ(result.prompt_logprobs[i].logprob, expected[i].logprob) << what << " " << i;
+      EXPECT_EQ(result.prompt_logprobs[i].top, expected[i].top) << what << " " << i;
+    }
+  };
+  GenerationOptions g = testing::greedy(4);
+  g.prompt_logprobs = kTop;
+  // Prefill in chunks of 5 tokens, twice with the prefix cache on (the second finds the
+  // prompt cached and must compute it anyway), then with the n-gram speculator.
+  Engine chunked(*runs.model, runs.tok,
+                 EngineOptions{.max_running = 1, .max_batch_tokens = 5, .prefill_chunk = 5, .block_size = 4});
+  same(generate_one(chunked, prompt, g), "chunked");
+  const GenerationResult again = generate_one(chunked, prompt, g);
+  same(again, "again");
+  EXPECT_EQ(again.cached_prompt_tokens, 0);
+  const GenerationResult cached = generate_one(chunked, prompt, testing::greedy(4));
+  EXPECT_GT(cached.cached_prompt_tokens, 0) << "the prompt was in the cache";
+  EXPECT_TRUE(cached.prompt_logprobs.empty());
+  same(runs.ngram(prompt, g), "ngram");
+  EXPECT_EQ(runs.ngram(prompt, g).tokens, runs.plain(prompt, testing::greedy(4)).tokens);
+}
+
 TEST(RequestOptions, InvalidValuesAreRefused) {
   GenerationOptions g;
   g.logprobs = 21;
@@ -256,6 +305,9 @@ TEST(RequestOptions, InvalidValuesAreRefused) {
   g.min_tokens = g.max_tokens;
   EXPECT_NO_THROW(g.validate());
   g.response_format = ResponseFormat::kJsonObject;
+  EXPECT_THROW(g.validate(), Error);
+  g = {};
+  g.prompt_logprobs = 21;
   EXPECT_THROW(g.validate(), Error);
   g = {};
   g.stop_token_ids = {-1};

@@ -193,7 +193,7 @@ TEST(OpenAiProtocol, BadInputIs400NamingTheField) {
       {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {}}})", "response_format"},
       {R"({"prompt": "x", "response_format": "json"})", "response_format"},
       {R"({"prompt": "x", "best_of": 3})", "best_of"},
-      {R"({"prompt": "x", "echo": true})", "echo"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", "echo", Endpoint::kChat},
       {R"({"prompt": "x", "logprobs": 21})", "logprobs"},
       {R"({"prompt": "x", "logprobs": -1})", "logprobs"},
       {R"({"prompt": "x", "logprobs": true})", "logprobs"},

@@ -190,6 +190,70 @@ TEST(ServerOpenAiFields, StopTokenIdsMinTokensAndKeptStopStringsMatchOffline) {
   }
 }
 
+// echo: the prompt before the completion, as decoding prompt and completion together
+// gives it; with logprobs, the prompt's tokens first (the first without a log-prob), with
+// the model's own log-probs (the offline prompt_logprobs), then the completion's as without
+// echo. Streamed: the prompt in the first chunk, then the same text and log-probs.
+TEST(ServerOpenAiFields, EchoPutsThePromptAndItsLogprobsBeforeTheCompletion) {
+  TestServer server(TestServerOptions{.speculator = "ngram"});
+  const std::vector<int32_t> prompt = offline().encode(kPrompt);
+  GenerationOptions g = greedy_options(12);
+  g.logprobs = 2;
+  g.prompt_logprobs = 2;
+  const GenerationResult expected = offline().run(prompt, g);
+  ASSERT_EQ(expected.prompt_logprobs.size(), prompt.size() - 1);
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), expected.tokens.begin(), expected.tokens.end());
+  const std::string echoed = offline().tokenizer().decode(all, /*skip_special_tokens=*/true);
+  ASSERT_TRUE(echoed.starts_with(kPrompt) && echoed.ends_with(expected.text)) << echoed;
+
+  const auto plain = http_post(server.port(), "/v1/completions", completion_body(12, {{"logprobs", 2}}).dump());
+  const auto whole =
+      http_post(server.port(), "/v1/completions", completion_body(12, {{"logprobs", 2}, {"echo", true}}).dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json& choice = whole.json["choices"][0];
+  EXPECT_EQ(choice["text"], echoed);
+  const json& lp = choice["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), all.size()) << lp;
+  std::string joined;
+  for (const json& t : lp["tokens"]) joined += t.get<std::string>();
+  EXPECT_EQ(joined, echoed);
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  for (size_t i = 1; i < prompt.size(); ++i) {
+    EXPECT_EQ(lp["token_logprobs"][i].get<double>(), static_cast<double>(expected.prompt_logprobs[i - 1].logprob)) << i;
+    EXPECT_EQ(lp["top_logprobs"][i].size(), expected.prompt_logprobs[i - 1].top.size() +
+                                                (std::any_of(expected.prompt_logprobs[i - 1].top.begin(),
+                                                             expected.prompt_logprobs[i - 1].top.end(),
+                                                             [&](const auto& t) { return t.first == prompt[i]; })
+                                                     ? 0
+                                                     : 1))
+        << i;
+  }
+  const json& completion = plain.json["choices"][0]["logprobs"];
+  for (size_t k = 0; k < expected.tokens.size(); ++k) {
+    EXPECT_EQ(lp["token_logprobs"][prompt.size() + k], completion["token_logprobs"][k]) << k;
+  }
+  for (size_t i = 1; i < all.size(); ++i) EXPECT_GE(lp["text_offset"][i], lp["text_offset"][i - 1]);
+
+  const auto streamed = http_stream(server.port(), "/v1/completions",
+                                    completion_body(12, {{"logprobs", 2}, {"echo", true}, {"stream", true}}).dump());
+  ASSERT_TRUE(streamed.done);
+  EXPECT_EQ(streamed.chunks.front()["choices"][0]["text"], kPrompt);
+  EXPECT_EQ(streamed.text, echoed);
+  json stream_logprobs = json::array();
+  for (const json& chunk : streamed.chunks) {
+    const json& l = chunk["choices"][0]["logprobs"];
+    if (!l.is_null()) stream_logprobs.insert(stream_logprobs.end(), l["token_logprobs"].begin(), l["token_logprobs"].end());
+  }
+  EXPECT_EQ(stream_logprobs, lp["token_logprobs"]);
+  // Without logprobs: the text alone; chat refuses echo.
+  const auto bare = http_post(server.port(), "/v1/completions", completion_body(12, {{"echo", true}}).dump());
+  EXPECT_EQ(bare.json["choices"][0]["text"], echoed);
+  EXPECT_TRUE(bare.json["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(http_post(server.port(), "/v1/chat/completions", chat_body(4, {{"echo", true}}).dump()).status, 400);
+}
+
 TEST(ServerOpenAiFields, ChatLogprobsStreamedEqualWhole) {
   TestServer server;
   const json extra = {{"logprobs", true}, {"top_logprobs", 2}, {"presence_penalty", 0.4}};
