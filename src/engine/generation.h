@@ -32,6 +32,7 @@ inline constexpr size_t kMaxStopTokenIds = 64;
 struct TokenLogprob {
   int32_t token = 0;
   float logprob = 0.0f;                            // -inf outside the kept set
+  int32_t rank = 1;                                // 1 + the tokens more likely than it
   std::vector<std::pair<int32_t, float>> top;      // [top n] (token, logprob), most likely first
 };
 

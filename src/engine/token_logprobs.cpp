@@ -19,20 +19,24 @@ TokenLogprob token_logprob(const float* probs, int64_t vocab, int32_t token, int
   TokenLogprob out;
   out.token = token;
   out.logprob = log_of(probs[token]);
-  if (top_n == 0) return out;
-  // One pass keeping the n best in order (n <= 20, so insertion is cheaper than a sort of
-  // the vocabulary). An equal probability goes after the ones already kept: lower id first.
+  // One pass counting the tokens more likely (the rank) and keeping the n best in order
+  // (n <= 20, so insertion is cheaper than a sort of the vocabulary). An equal probability
+  // goes after the ones already kept: lower id first.
   std::vector<std::pair<int32_t, float>>& top = out.top;  // (token, probability) until the end
   top.reserve(static_cast<size_t>(top_n) + 1);
+  const float chosen = probs[token];
+  int32_t more_likely = 0;
   for (int64_t i = 0; i < vocab; ++i) {
     const float p = probs[i];
-    if (static_cast<int32_t>(top.size()) == top_n && !(p > top.back().second)) continue;
+    more_likely += p > chosen ? 1 : 0;
+    if (top_n == 0 || (static_cast<int32_t>(top.size()) == top_n && !(p > top.back().second))) continue;
     auto at = std::upper_bound(top.begin(), top.end(), p,
                                [](float value, const std::pair<int32_t, float>& kept) { return value > kept.second; });
     top.insert(at, {static_cast<int32_t>(i), p});
     if (static_cast<int32_t>(top.size()) > top_n) top.pop_back();
   }
   for (auto& [id, value] : top) value = log_of(value);
+  out.rank = more_likely + 1;
   return out;
 }
 

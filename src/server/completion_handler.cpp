@@ -176,10 +176,10 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
       ctx.tool_call_format = tool_call_format(chat_format_.chat_template()->source());
     }
     if (r.echo) {
-      ctx.echo = EchoedPrompt{r.prompt_is_ids ? loop_.tokenizer().decode(prompt, /*skip_special_tokens=*/true)
-                                              : r.prompt_text,
-                              prompt};
+      ctx.echo_text = r.prompt_is_ids ? loop_.tokenizer().decode(prompt, /*skip_special_tokens=*/true) : r.prompt_text;
     }
+    ctx.prompt_logprobs = r.prompt_logprobs;
+    if (r.echo || r.prompt_logprobs) ctx.prompt_tokens = prompt;
     if (r.stream) respond_stream(response, std::move(streams), ctx, r.include_usage);
     else respond_whole(response, streams, ctx);
   } catch (const ApiError& e) {
@@ -196,6 +196,7 @@ void CompletionHandler::respond_whole(httplib::Response& response,
                                       const ResponseContext& ctx) {
   tracker_.begin();
   nlohmann::json choices = nlohmann::json::array();
+  nlohmann::json chat_prompt_logprobs = nullptr;
   Usage usage;
   SpecDecodeMetrics spec;
   try {
@@ -204,26 +205,30 @@ void CompletionHandler::respond_whole(httplib::Response& response,
       StreamUpdate update;
       std::optional<LogprobsBuilder> logprobs;
       if (ctx.logprobs) logprobs.emplace(ctx.endpoint, loop_.tokenizer());
-      bool echoed = false;
+      bool first_update = true;
       std::optional<std::string> joint;  // echo: between the prompt's text and the completion's
+      nlohmann::json prompt_logprobs = nullptr;
       while (true) {
         const bool got = streams[i]->next(update, kPollInterval);
         // Nobody would read the answer: free the requests' batch slots and KV blocks now.
         // (Checked on every update too, since a busy request may never wait a whole interval.)
         if (current_client_gone()) throw ApiError(499, "the client closed the connection", "invalid_request_error");
         if (!got) continue;
-        if (ctx.echo && !echoed) {
-          echoed = true;
-          if (logprobs) logprobs->add_prompt(ctx.echo->tokens, update.prompt_logprobs);
+        if (first_update) {  // the prompt's logprobs come with it
+          first_update = false;
+          if (ctx.echo_text && logprobs) logprobs->add_prompt(ctx.prompt_tokens, update.prompt_logprobs);
+          if (ctx.prompt_logprobs) {
+            prompt_logprobs = vllm_prompt_logprobs(loop_.tokenizer(), ctx.prompt_tokens, update.prompt_logprobs);
+          }
         }
-        if (ctx.echo && !joint && !update.token_ids.empty()) {
-          joint = echo_joint(loop_.tokenizer(), ctx.echo->tokens.back(), update.token_ids.front());
+        if (ctx.echo_text && !joint && !update.token_ids.empty()) {
+          joint = echo_joint(loop_.tokenizer(), ctx.prompt_tokens.back(), update.token_ids.front());
         }
         text += update.text;
         if (logprobs) logprobs->add(update.logprobs);
         if (update.finished) break;
       }
-      if (ctx.echo) text = ctx.echo->text + (text.empty() ? std::string() : joint.value_or("")) + text;
+      if (ctx.echo_text) text = *ctx.echo_text + (text.empty() ? std::string() : joint.value_or("")) + text;
       if (update.finish_reason == FinishReason::kError) throw server_error(update.error);
       if (update.finish_reason == FinishReason::kCancelled) {
         throw ApiError(503, "the request was cancelled (the server is shutting down)", "server_error", {}, "cancelled");
@@ -236,6 +241,12 @@ void CompletionHandler::respond_whole(httplib::Response& response,
           parse_tool_calls(ctx.tool_call_format, text, call_id_maker(), ctx.forced_function);
       choices.push_back(make_choice(ctx, static_cast<int64_t>(i), text, update.finish_reason,
                                     logprobs ? logprobs->take() : nullptr, calls ? &*calls : nullptr));
+      // vLLM's places: each completions choice; once for a chat response (the prompt is one).
+      if (ctx.prompt_logprobs && ctx.endpoint == Endpoint::kCompletions) {
+        choices.back()["prompt_logprobs"] = std::move(prompt_logprobs);
+      } else if (ctx.prompt_logprobs && i == 0) {
+        chat_prompt_logprobs = std::move(prompt_logprobs);
+      }
     }
   } catch (...) {
     for (const auto& stream : streams) loop_.cancel(stream);
@@ -245,7 +256,9 @@ void CompletionHandler::respond_whole(httplib::Response& response,
   tracker_.end();
   usage.spec = loop_.has_speculator() ? &spec : nullptr;
   record_usage(usage, loop_.has_speculator());
-  response.set_content(dump_json(make_response(ctx, std::move(choices), usage)), "application/json");
+  nlohmann::json body = make_response(ctx, std::move(choices), usage);
+  if (ctx.prompt_logprobs && ctx.endpoint == Endpoint::kChat) body["prompt_logprobs"] = std::move(chat_prompt_logprobs);
+  response.set_content(dump_json(body), "application/json");
 }
 
 void CompletionHandler::respond_stream(httplib::Response& response,
@@ -304,7 +317,7 @@ bool CompletionHandler::append_choice_events(SseState& s, size_t index) {
   const StreamUpdate& u = c.update;
   const auto i = static_cast<int64_t>(index);
   auto take_logprobs = [&c]() -> nlohmann::json { return c.logprobs ? c.logprobs->take() : nullptr; };
-  if (s.ctx.echo) echo_prompt(s, c, i);
+  if (s.ctx.echo_text) echo_prompt(s, c, i);
   // Logprobs ride on the chunk that carries their text (or on the last one).
   if (c.logprobs) c.logprobs->add(u.logprobs);
   if (!u.finished) {
@@ -335,14 +348,14 @@ void CompletionHandler::echo_prompt(SseState& s, SseChoice& c, int64_t index) {
     c.echo_sent = true;
     nlohmann::json logprobs = nullptr;
     if (c.logprobs) {
-      c.logprobs->add_prompt(s.ctx.echo->tokens, u.prompt_logprobs);
+      c.logprobs->add_prompt(s.ctx.prompt_tokens, u.prompt_logprobs);
       logprobs = c.logprobs->take();
     }
-    s.out += sse_event(make_chunk(s.ctx, s.ctx.echo->text, std::nullopt, c.first, logprobs, index));
+    s.out += sse_event(make_chunk(s.ctx, *s.ctx.echo_text, std::nullopt, c.first, logprobs, index));
     c.first = false;
   }
   if (!c.joint && !u.token_ids.empty()) {
-    c.joint = echo_joint(loop_.tokenizer(), s.ctx.echo->tokens.back(), u.token_ids.front());
+    c.joint = echo_joint(loop_.tokenizer(), s.ctx.prompt_tokens.back(), u.token_ids.front());
   }
   if (c.joint && !c.joint->empty() && !u.text.empty()) {  // once, before the completion's first text
     u.text.insert(0, *c.joint);

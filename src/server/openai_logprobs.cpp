@@ -32,6 +32,30 @@ std::string echo_joint(const Tokenizer& tokenizer, int32_t last_prompt_token, in
   return in_context.substr(0, in_context.size() - alone.size());
 }
 
+json vllm_prompt_logprobs(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                          std::span<const TokenLogprob> prompt_logprobs) {
+  json out = json::array();
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (i == 0 || i - 1 >= prompt_logprobs.size()) {
+      out.push_back(nullptr);
+      continue;
+    }
+    const TokenLogprob& t = prompt_logprobs[i - 1];
+    json entry = json::object();
+    for (size_t k = 0; k < t.top.size(); ++k) {
+      const auto& [id, lp] = t.top[k];
+      entry[std::to_string(id)] = {{"logprob", wire_logprob(lp)},
+                                   {"rank", static_cast<int64_t>(k) + 1},
+                                   {"decoded_token", token_piece(tokenizer, prompt[i - 1], id)}};
+    }
+    entry[std::to_string(t.token)] = {{"logprob", wire_logprob(t.logprob)},
+                                      {"rank", t.rank},
+                                      {"decoded_token", token_piece(tokenizer, prompt[i - 1], t.token)}};
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 json LogprobsBuilder::entry(int32_t token, float logprob) const {
   const std::string text = piece(token);
   json bytes = json::array();

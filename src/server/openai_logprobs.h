@@ -33,6 +33,12 @@ std::string token_piece(const Tokenizer& tokenizer, int32_t previous, int32_t to
 // decoding drops at the start); usually empty.
 std::string echo_joint(const Tokenizer& tokenizer, int32_t last_prompt_token, int32_t first_output_token);
 
+// vLLM's "prompt_logprobs": per prompt token, null for the first, else {"<token id>":
+// {"logprob", "rank", "decoded_token"}} for the prompt token and its top alternatives
+// (rank: 1 + the tokens more likely).
+nlohmann::json vllm_prompt_logprobs(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                                    std::span<const TokenLogprob> prompt_logprobs);
+
 // Accumulates one choice's logprobs over a response (whole, or chunk by chunk: take()
 // returns what was added since the last take()).
 class LogprobsBuilder {

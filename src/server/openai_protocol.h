@@ -20,7 +20,8 @@
 // (any integer), stop (string or list of at most kMaxStopStrings non-empty strings of at most kMaxStopStringBytes), ignore_eos, stream,
 // stream_options.include_usage, stop_token_ids, include_stop_str_in_output and min_tokens
 // (vLLM's), echo (completions: the prompt and, with logprobs, its logprobs before the
-// completion), n (1..kMaxChoices), presence_penalty and frequency_penalty
+// completion), prompt_logprobs (vLLM's, 0..20; not streamed), n (1..kMaxChoices),
+// presence_penalty and frequency_penalty
 // [-2, 2], logit_bias ({"token id": bias in [-100, 100]}), logprobs (completions: 0..20
 // alternatives; chat: a boolean, with top_logprobs 0..20), and dspark's
 // num_speculative_tokens (>= 0: at most this many drafts verified per round for this
@@ -98,12 +99,7 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;        // stream_options.include_usage
   bool echo = false;                 // completions: the prompt goes before the completion
-};
-
-// What a completions response with echo writes before each choice's own text.
-struct EchoedPrompt {
-  std::string text;              // the prompt as sent, or decoded from its token ids
-  std::vector<int32_t> tokens;   // its tokens (the logprobs' first entries)
+  bool prompt_logprobs = false;      // vLLM's prompt_logprobs field (options.prompt_logprobs its n)
 };
 
 // Throws ApiError (400) for malformed JSON, a body that is not an object, and any invalid
@@ -119,7 +115,11 @@ struct ResponseContext {
   bool logprobs = false;  // the request asked for logprobs
   ToolCallFormat tool_call_format = ToolCallFormat::kNone;  // chat with tools: how the model calls them
   std::string forced_function;  // kForcedFunction: the function the reply's arguments are for
-  std::optional<EchoedPrompt> echo;  // completions with echo
+  // Completions with echo: the prompt as sent (or decoded from its ids), written before each
+  // choice's text.
+  std::optional<std::string> echo_text;
+  bool prompt_logprobs = false;         // the response carries vLLM's "prompt_logprobs"
+  std::vector<int32_t> prompt_tokens;   // with echo or prompt_logprobs: the prompt
 };
 
 struct Usage {

@@ -511,6 +511,23 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
     r.echo = true;
     r.options.prompt_logprobs = r.options.logprobs;
   }
+  // vLLM's prompt_logprobs (both endpoints): the prompt's own log-probs and top n, whole
+  // responses only (the prompt is not a stream).
+  if (auto n = f.integer("prompt_logprobs")) {
+    if (*n < 0 || *n > kMaxTopLogprobs) {
+      throw ApiError::bad_request(fmt::format("'prompt_logprobs' must be in [0, {}], got {}", kMaxTopLogprobs, *n),
+                                  "prompt_logprobs");
+    }
+    if (r.options.prompt_logprobs >= 0 && r.options.prompt_logprobs != *n) {
+      throw ApiError::bad_request("'prompt_logprobs' must equal 'logprobs' when echo asks for the prompt's logprobs",
+                                  "prompt_logprobs");
+    }
+    if (f.boolean("stream").value_or(false)) {
+      throw unsupported("prompt_logprobs", "prompt_logprobs with stream");
+    }
+    r.prompt_logprobs = true;
+    r.options.prompt_logprobs = static_cast<int32_t>(*n);
+  }
   if (auto k = f.integer("num_speculative_tokens")) {
     if (*k < 0) {
       throw ApiError::bad_request(fmt::format("'num_speculative_tokens' must be >= 0 (0 = no speculation), got {}", *k),

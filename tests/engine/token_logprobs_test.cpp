@@ -25,6 +25,17 @@ TEST(TokenLogprobs, TopNMostLikelyFirstLowerIdOnTies) {
   EXPECT_FLOAT_EQ(lp.top[3].second, std::log(0.1f));
 }
 
+// rank: 1 + the tokens strictly more likely (ties share a rank), with or without a top n.
+TEST(TokenLogprobs, RankCountsTheTokensMoreLikely) {
+  const std::vector<float> p = {0.1f, 0.3f, 0.0f, 0.3f, 0.05f, 0.25f};
+  EXPECT_EQ(token_logprob(p.data(), 6, 4, 4).rank, 5);
+  EXPECT_EQ(token_logprob(p.data(), 6, 4, 0).rank, 5);
+  EXPECT_EQ(token_logprob(p.data(), 6, 1, 2).rank, 1);
+  EXPECT_EQ(token_logprob(p.data(), 6, 3, 0).rank, 1);
+  EXPECT_EQ(token_logprob(p.data(), 6, 5, 1).rank, 3);
+  EXPECT_EQ(token_logprob(p.data(), 6, 2, 6).rank, 6);
+}
+
 TEST(TokenLogprobs, ZeroProbabilityIsMinusInfinityAndTopZeroIsEmpty) {
   const std::vector<float> p = {1.0f, 0.0f, 0.0f};
   const TokenLogprob lp = token_logprob(p.data(), 3, 2, 0);

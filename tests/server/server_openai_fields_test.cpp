@@ -193,8 +193,9 @@ TEST(ServerOpenAiFields, StopTokenIdsMinTokensAndKeptStopStringsMatchOffline) {
 // echo: the prompt before the completion, as decoding prompt and completion together
 // gives it; with logprobs, the prompt's tokens first (the first without a log-prob), with
 // the model's own log-probs (the offline prompt_logprobs), then the completion's as without
-// echo. Streamed: the prompt in the first chunk, then the same text and log-probs.
-TEST(ServerOpenAiFields, EchoPutsThePromptAndItsLogprobsBeforeTheCompletion) {
+// echo. Streamed: the prompt in the first chunk, then the same text and log-probs. vLLM's
+// prompt_logprobs field carries the same numbers.
+TEST(ServerOpenAiFields, EchoAndPromptLogprobsGiveThePromptsOwnLogprobs) {
   TestServer server(TestServerOptions{.speculator = "ngram"});
   const std::vector<int32_t> prompt = offline().encode(kPrompt);
   GenerationOptions g = greedy_options(12);
@@ -247,6 +248,28 @@ TEST(ServerOpenAiFields, EchoPutsThePromptAndItsLogprobsBeforeTheCompletion) {
     if (!l.is_null()) stream_logprobs.insert(stream_logprobs.end(), l["token_logprobs"].begin(), l["token_logprobs"].end());
   }
   EXPECT_EQ(stream_logprobs, lp["token_logprobs"]);
+  // vLLM's prompt_logprobs: the same log-probs, keyed by token id, with ranks; completions
+  // per choice, chat once for the response.
+  const auto scored =
+      http_post(server.port(), "/v1/completions", completion_body(4, {{"prompt_logprobs", 2}}).dump());
+  ASSERT_EQ(scored.status, 200) << scored.body;
+  const json& pl = scored.json["choices"][0]["prompt_logprobs"];
+  ASSERT_EQ(pl.size(), prompt.size()) << pl;
+  EXPECT_TRUE(pl[0].is_null());
+  for (size_t i = 1; i < prompt.size(); ++i) {
+    const TokenLogprob& t = expected.prompt_logprobs[i - 1];
+    const json& entry = pl[i][std::to_string(prompt[i])];
+    EXPECT_EQ(entry["logprob"].get<double>(), static_cast<double>(t.logprob)) << i;
+    EXPECT_EQ(entry["rank"], t.rank) << i;
+    EXPECT_EQ(entry["rank"] == 1, t.top[0].first == prompt[i]) << i;
+    EXPECT_EQ(pl[i][std::to_string(t.top[0].first)]["rank"], 1) << i;
+  }
+  const auto chat_scored = http_post(server.port(), "/v1/chat/completions", chat_body(4, {{"prompt_logprobs", 0}}).dump());
+  ASSERT_EQ(chat_scored.status, 200) << chat_scored.body;
+  const json& chat_pl = chat_scored.json["prompt_logprobs"];
+  ASSERT_EQ(chat_pl.size(), chat_scored.json["usage"]["prompt_tokens"].get<size_t>());
+  for (size_t i = 1; i < chat_pl.size(); ++i) EXPECT_EQ(chat_pl[i].size(), 1u) << chat_pl[i];
+  EXPECT_FALSE(chat_scored.json["choices"][0].contains("prompt_logprobs"));
   // Without logprobs: the text alone; chat refuses echo.
   const auto bare = http_post(server.port(), "/v1/completions", completion_body(12, {{"echo", true}}).dump());
   EXPECT_EQ(bare.json["choices"][0]["text"], echoed);
