@@ -321,6 +321,30 @@ void parse_logprobs(const Fields& f, ParsedRequest& r) {
   else r.options.logprobs = -1;
 }
 
+// echo (completions): the prompt before the completion, with its logprobs when the request
+// asks for logprobs (the first token has none), as OpenAI's legacy API does. vLLM's
+// prompt_logprobs (both endpoints): the prompt's own log-probs and top n, whole responses
+// only (the prompt is not a stream). After parse_logprobs.
+void parse_prompt_logprobs(const Fields& f, ParsedRequest& r) {
+  if (r.endpoint == Endpoint::kCompletions && f.boolean("echo").value_or(false)) {
+    r.echo = true;
+    r.options.prompt_logprobs = r.options.logprobs;
+  }
+  auto n = f.integer("prompt_logprobs");
+  if (!n) return;
+  if (*n < 0 || *n > kMaxTopLogprobs) {
+    throw ApiError::bad_request(fmt::format("'prompt_logprobs' must be in [0, {}], got {}", kMaxTopLogprobs, *n),
+                                "prompt_logprobs");
+  }
+  if (r.options.prompt_logprobs >= 0 && r.options.prompt_logprobs != *n) {
+    throw ApiError::bad_request("'prompt_logprobs' must equal 'logprobs' when echo asks for the prompt's logprobs",
+                                "prompt_logprobs");
+  }
+  if (f.boolean("stream").value_or(false)) throw unsupported("prompt_logprobs", "prompt_logprobs with stream");
+  r.prompt_logprobs = true;
+  r.options.prompt_logprobs = static_cast<int32_t>(*n);
+}
+
 // logit_bias: {"token id": bias, ...}, OpenAI's form (ids as decimal strings, biases in
 // [-100, 100]), into the sorted pairs SamplingParams holds. Ids past the vocabulary are
 // refused by the engine's request validation, which knows it.
@@ -505,29 +529,7 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
   }
   parse_logit_bias(f, s);
   parse_logprobs(f, r);
-  // echo (completions): the prompt before the completion, with its logprobs when the
-  // request asks for logprobs (the first token has none), as OpenAI's legacy API does.
-  if (endpoint == Endpoint::kCompletions && f.boolean("echo").value_or(false)) {
-    r.echo = true;
-    r.options.prompt_logprobs = r.options.logprobs;
-  }
-  // vLLM's prompt_logprobs (both endpoints): the prompt's own log-probs and top n, whole
-  // responses only (the prompt is not a stream).
-  if (auto n = f.integer("prompt_logprobs")) {
-    if (*n < 0 || *n > kMaxTopLogprobs) {
-      throw ApiError::bad_request(fmt::format("'prompt_logprobs' must be in [0, {}], got {}", kMaxTopLogprobs, *n),
-                                  "prompt_logprobs");
-    }
-    if (r.options.prompt_logprobs >= 0 && r.options.prompt_logprobs != *n) {
-      throw ApiError::bad_request("'prompt_logprobs' must equal 'logprobs' when echo asks for the prompt's logprobs",
-                                  "prompt_logprobs");
-    }
-    if (f.boolean("stream").value_or(false)) {
-      throw unsupported("prompt_logprobs", "prompt_logprobs with stream");
-    }
-    r.prompt_logprobs = true;
-    r.options.prompt_logprobs = static_cast<int32_t>(*n);
-  }
+  parse_prompt_logprobs(f, r);
   if (auto k = f.integer("num_speculative_tokens")) {
     if (*k < 0) {
       throw ApiError::bad_request(fmt::format("'num_speculative_tokens' must be >= 0 (0 = no speculation), got {}", *k),
