@@ -227,6 +227,7 @@ void Engine::propose_drafts() {
     dr.sampling = &r->options.sampling;
     dr.rng = &r->draft_rng;
     dr.max_drafts = static_cast<int32_t>(max_drafts);
+    dr.grammar = r->json.get();
     draft_requests_.push_back(dr);
     draft_owners_.push_back(r.get());
   }

@@ -1,5 +1,7 @@
 #include "spec/dspark_proposer.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -212,6 +214,7 @@ DSparkProposer::DSparkProposer(DrafterConfig config, const WeightStore& drafter,
   }
   active_.reserve(options_.max_running);
   history_.reserve(options_.max_model_len + block_);
+  grammar_row_.resize(vocab_);
 }
 
 DSparkProposer::~DSparkProposer() = default;
@@ -476,15 +479,20 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
       heads_.markov_features(markov_prev_.data(), markov_state_rows_.data(), n, markov_in_.data());
       head->add_markov_bias(markov_in_.data(), n, markov_rows_.data());
     }
-    for (const Active& a : active_) {
+    for (Active& a : active_) {
       if (a.num_drafts <= j) continue;
       const DraftRequest& r = requests[a.request];
       SlotState& s = slots_[a.slot];
       const int32_t prev = j == 0 ? r.tokens.back() : s.drafts[j - 1];
       const SamplingParams& sp = *r.sampling;
-      int32_t token = drafts_argmax(sp) ? a.head->greedy_token(a.logit_row + j) : -1;
+      const float* logits = r.grammar ? grammar_bound_row(a, r, j) : nullptr;
+      if (r.grammar && logits == nullptr) {  // the grammar allows none of the drafter's tokens here
+        a.num_drafts = j;
+        continue;
+      }
+      int32_t token = drafts_argmax(sp) && !r.grammar ? a.head->greedy_token(a.logit_row + j) : -1;
       if (token < 0) {
-        token = transform_and_draw(logits_processor_, a.head->target_row(a.logit_row + j),
+        token = transform_and_draw(logits_processor_, logits ? logits : a.head->target_row(a.logit_row + j),
                                    s.probs.data() + static_cast<int64_t>(j) * vocab_, vocab_, r, s.drafts, history_);
       }
       if (heads_.has_confidence()) {
@@ -499,6 +507,19 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
       s.drafts.push_back(token);
     }
   }
+}
+
+const float* DSparkProposer::grammar_bound_row(const Active& a, const DraftRequest& r, int32_t j) {
+  const std::span<const uint64_t> allowed = r.grammar->allowed_tokens(slots_[a.slot].drafts);
+  const float* row = a.head->target_row(a.logit_row + j);
+  constexpr float kRefused = -std::numeric_limits<float>::infinity();
+  bool any = false;
+  for (int64_t t = 0; t < vocab_; ++t) {
+    const bool allowed_t = TokenGrammar::allows(allowed, t);
+    grammar_row_[t] = allowed_t ? row[t] : kRefused;
+    any = any || (allowed_t && row[t] != kRefused);
+  }
+  return any ? grammar_row_.data() : nullptr;
 }
 
 std::vector<ProposerStage> DSparkProposer::stage_seconds() const {

@@ -168,11 +168,15 @@ class DSparkProposer final : public Proposer {
   struct Active {
     int32_t request;     // index into propose()'s arguments
     int32_t slot;
-    int32_t num_drafts;  // L
+    int32_t num_drafts;  // L (lowered where a grammar allows none of the drafter's tokens)
     int32_t first_row;   // first block row (rows first_row .. + block_size)
     int32_t logit_row;   // first LM-head row of its head (drafts 1..L)
     DraftVocabHead* head;  // the vocabulary it drafts from
   };
+
+  // Row j of a's logits over the target vocabulary with the tokens r's grammar refuses after
+  // the drafts so far at −∞ (grammar_row_), or null when no token it allows is left.
+  const float* grammar_bound_row(const Active& a, const DraftRequest& r, int32_t j);
 
   // The projection batch: rows staged in ctx_in_ (positions and KV slots beside them).
   // stage_pending appends the slot's pending rows and empties its buffer; make_room
@@ -237,6 +241,7 @@ class DSparkProposer final : public Proposer {
   std::vector<int32_t> markov_state_rows_;  // [max_running] their logit rows (contextual head's W_h·h_j)
   std::vector<float> markov_in_;      // [max_running, markov_rank] their Markov features f_j
   std::vector<int32_t> history_;      // committed + drafts, for the repetition penalty
+  std::vector<float> grammar_row_;    // [vocab] a grammar-bound request's logits row, masked
 };
 
 }  // namespace dspark

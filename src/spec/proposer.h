@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/token_grammar.h"
 #include "kernels/sampling.h"
 
 namespace dspark {
@@ -75,6 +76,10 @@ struct DraftRequest {
   Rng* rng = nullptr;                       // the drafter's own random stream for this request
   int32_t max_drafts = 0;                   // propose at most this many (may be 0)
   int64_t num_prompt_tokens = 0;            // tokens[0, num_prompt_tokens) is the prompt
+  // The grammar the request's output follows, or null. A drafter that reads it draws each
+  // draft among the tokens it allows (and stops where it allows none of the drafter's);
+  // others may ignore it: the engine cuts drafts at the first the grammar refuses.
+  TokenGrammar* grammar = nullptr;
 };
 
 // What it returns for that request; views into proposer-owned memory, valid until the

@@ -27,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/token_grammar.h"
 #include "structured/json_matcher.h"
 #include "structured/json_schema.h"
 #include "structured/schema_matcher.h"
@@ -34,7 +35,7 @@
 
 namespace dspark {
 
-class JsonConstraint {
+class JsonConstraint final : public TokenGrammar {
  public:
   // json_object.
   explicit JsonConstraint(const JsonTokenMasker& masker, const JsonMatcherOptions& options = {});
@@ -64,7 +65,7 @@ class JsonConstraint {
   std::string completion() const;
   // The allowed ids for the state after drafts_before: [masker.num_words()] bits, valid
   // until the next call. For callers that want the bits rather than masked logits.
-  std::span<const uint64_t> allowed_tokens(std::span<const int32_t> drafts_before);
+  std::span<const uint64_t> allowed_tokens(std::span<const int32_t> drafts_before) override;
 
  private:
   using State = std::variant<JsonMatcher, SchemaMatcher>;
