@@ -1,10 +1,9 @@
 #include "spec/dspark_proposer.h"
 
-#include <limits>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/check.h"
 #include "core/clock.h"
