@@ -178,8 +178,8 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
     if (r.echo) {
       ctx.echo_text = r.prompt_is_ids ? loop_.tokenizer().decode(prompt, /*skip_special_tokens=*/true) : r.prompt_text;
     }
-    ctx.prompt_logprobs = r.prompt_logprobs;
-    if (r.echo || r.prompt_logprobs) ctx.prompt_tokens = prompt;
+    ctx.reports_prompt_logprobs = r.reports_prompt_logprobs;
+    if (r.echo || r.reports_prompt_logprobs) ctx.prompt_tokens = prompt;
     if (r.stream) respond_stream(response, std::move(streams), ctx, r.include_usage);
     else respond_whole(response, streams, ctx);
   } catch (const ApiError& e) {
@@ -217,7 +217,7 @@ void CompletionHandler::respond_whole(httplib::Response& response,
         if (first_update) {  // the prompt's logprobs come with it
           first_update = false;
           if (ctx.echo_text && logprobs) logprobs->add_prompt(ctx.prompt_tokens, update.prompt_logprobs);
-          if (ctx.prompt_logprobs) {
+          if (ctx.reports_prompt_logprobs) {
             prompt_logprobs = vllm_prompt_logprobs(loop_.tokenizer(), ctx.prompt_tokens, update.prompt_logprobs);
           }
         }
@@ -242,9 +242,9 @@ void CompletionHandler::respond_whole(httplib::Response& response,
       choices.push_back(make_choice(ctx, static_cast<int64_t>(i), text, update.finish_reason,
                                     logprobs ? logprobs->take() : nullptr, calls ? &*calls : nullptr));
       // vLLM's places: each completions choice; once for a chat response (the prompt is one).
-      if (ctx.prompt_logprobs && ctx.endpoint == Endpoint::kCompletions) {
+      if (ctx.reports_prompt_logprobs && ctx.endpoint == Endpoint::kCompletions) {
         choices.back()["prompt_logprobs"] = std::move(prompt_logprobs);
-      } else if (ctx.prompt_logprobs && i == 0) {
+      } else if (ctx.reports_prompt_logprobs && i == 0) {
         chat_prompt_logprobs = std::move(prompt_logprobs);
       }
     }
@@ -257,7 +257,9 @@ void CompletionHandler::respond_whole(httplib::Response& response,
   usage.spec = loop_.has_speculator() ? &spec : nullptr;
   record_usage(usage, loop_.has_speculator());
   nlohmann::json body = make_response(ctx, std::move(choices), usage);
-  if (ctx.prompt_logprobs && ctx.endpoint == Endpoint::kChat) body["prompt_logprobs"] = std::move(chat_prompt_logprobs);
+  if (ctx.reports_prompt_logprobs && ctx.endpoint == Endpoint::kChat) {
+    body["prompt_logprobs"] = std::move(chat_prompt_logprobs);
+  }
   response.set_content(dump_json(body), "application/json");
 }
 

@@ -99,7 +99,7 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;        // stream_options.include_usage
   bool echo = false;                 // completions: the prompt goes before the completion
-  bool prompt_logprobs = false;      // vLLM's prompt_logprobs field (options.prompt_logprobs its n)
+  bool reports_prompt_logprobs = false;  // vLLM's prompt_logprobs field (options.prompt_logprobs its n)
 };
 
 // Throws ApiError (400) for malformed JSON, a body that is not an object, and any invalid
@@ -118,7 +118,7 @@ struct ResponseContext {
   // Completions with echo: the prompt as sent (or decoded from its ids), written before each
   // choice's text.
   std::optional<std::string> echo_text;
-  bool prompt_logprobs = false;         // the response carries vLLM's "prompt_logprobs"
+  bool reports_prompt_logprobs = false;  // the response carries vLLM's "prompt_logprobs"
   std::vector<int32_t> prompt_tokens;   // with echo or prompt_logprobs: the prompt
 };
 

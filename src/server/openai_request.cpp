@@ -341,7 +341,7 @@ void parse_prompt_logprobs(const Fields& f, ParsedRequest& r) {
                                 "prompt_logprobs");
   }
   if (f.boolean("stream").value_or(false)) throw unsupported("prompt_logprobs", "prompt_logprobs with stream");
-  r.prompt_logprobs = true;
+  r.reports_prompt_logprobs = true;
   r.options.prompt_logprobs = static_cast<int32_t>(*n);
 }
 

@@ -509,15 +509,11 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
 }
 
 const float* DSparkProposer::grammar_bound_row(const Active& a, const DraftRequest& r, int32_t j) {
-  const std::span<const uint64_t> allowed = r.grammar->allowed_tokens(slots_[a.slot].drafts);
   const float* row = a.head->target_row(a.logit_row + j);
+  std::copy_n(row, vocab_, grammar_row_.data());
+  apply_token_mask(r.grammar->allowed_tokens(slots_[a.slot].drafts), grammar_row_.data(), vocab_);
   constexpr float kRefused = -std::numeric_limits<float>::infinity();
-  bool any = false;
-  for (int64_t t = 0; t < vocab_; ++t) {
-    const bool allowed_t = TokenGrammar::allows(allowed, t);
-    grammar_row_[t] = allowed_t ? row[t] : kRefused;
-    any = any || (allowed_t && row[t] != kRefused);
-  }
+  const bool any = std::any_of(grammar_row_.begin(), grammar_row_.end(), [](float x) { return x != kRefused; });
   return any ? grammar_row_.data() : nullptr;
 }
 

@@ -27,6 +27,7 @@
 #include <span>
 #include <vector>
 
+#include "core/token_grammar.h"
 #include "structured/json_matcher.h"
 #include "structured/schema_matcher.h"
 #include "structured/token_bytes.h"
@@ -34,15 +35,6 @@
 
 namespace dspark {
 
-// Words of a mask over num_logits ids: bit (id % 64) of word id / 64.
-inline int64_t token_mask_words(int64_t num_logits) { return (num_logits + 63) / 64; }
-
-inline bool token_mask_allows(std::span<const uint64_t> mask, int32_t id) {
-  return ((mask[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1) != 0;
-}
-
-// logits: [num_logits]; mask: [token_mask_words(num_logits)]. Disallowed ids become -inf.
-void apply_token_mask(std::span<const uint64_t> mask, float* logits, int64_t num_logits);
 
 class JsonTokenMasker {
  public:
