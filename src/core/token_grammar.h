@@ -1,5 +1,5 @@
 // A grammar over token sequences as the engine's other parts see it: which tokens may come
-// next. structured/json_constraint.h implements it (response_format, forced tool calls); a
+// next. structured/grammar_constraint.h implements it (response_format, forced tool calls); a
 // drafter given one (spec/proposer.h DraftRequest::grammar) draws each draft among the
 // tokens it allows, so that no draft is drawn only to be cut before verification.
 #pragma once

@@ -131,14 +131,19 @@ int64_t Engine::add_request(std::vector<int32_t> prompt, const GenerationOptions
   request->arrival_time = now_seconds();
   if (proposer_) request->spec_metrics = SpecDecodeMetrics(proposer_->num_speculative_tokens());
   if (options.response_format != ResponseFormat::kText) {
-    const bool schema = options.response_format == ResponseFormat::kJsonSchema;
-    DSPARK_CHECK_REQUEST(!schema || options.json_schema, "response_format json_schema without a compiled schema");
-    if (!json_masker_) {  // one vocabulary masker serves json_object and every schema
-      json_masker_ = std::make_unique<JsonTokenMasker>(
+    if (!token_masker_) {  // one vocabulary masker serves json_object, every schema and every regex
+      token_masker_ = std::make_unique<TokenMasker>(
           token_bytes(tokenizer_, model_.config().vocab_size, tokenizer_.eos_ids()));
     }
-    request->json = schema ? std::make_unique<JsonConstraint>(*json_masker_, options.json_schema)
-                           : std::make_unique<JsonConstraint>(*json_masker_);
+    switch (options.response_format) {
+      case ResponseFormat::kJsonSchema:
+        request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, options.json_schema);
+        break;
+      case ResponseFormat::kRegex:
+        request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, options.regex);
+        break;
+      default: request->grammar = std::make_unique<GrammarConstraint>(*token_masker_);
+    }
   }
   const int64_t id = request->id;
   scheduler_.add(std::move(request));
@@ -227,7 +232,7 @@ void Engine::propose_drafts() {
     dr.sampling = &r->options.sampling;
     dr.rng = &r->draft_rng;
     dr.max_drafts = static_cast<int32_t>(max_drafts);
-    dr.grammar = r->json.get();
+    dr.grammar = r->grammar.get();
     draft_requests_.push_back(dr);
     draft_owners_.push_back(r.get());
   }
@@ -255,7 +260,7 @@ void Engine::propose_drafts() {
     r.drafts.assign(d.tokens.begin(), d.tokens.end());
     // Drafts past the first that breaks the JSON output could never be accepted (the
     // masked target gives them probability 0): cut them before anyone verifies them.
-    if (r.json) r.drafts.resize(r.json->valid_prefix_length(r.drafts));
+    if (r.grammar) r.drafts.resize(r.grammar->valid_prefix_length(r.drafts));
     r.draft_probs = d.probs;
     r.draft_confidence = d.confidence;
     if (d.confidence && options_.adapt_confidence) correct_confidence(r, d);

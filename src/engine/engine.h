@@ -156,7 +156,7 @@ class Engine {
   ModelRunner runner_;
   OutputProcessor output_processor_;
   std::unique_ptr<DraftBudget> draft_budget_;  // kAdaptive only
-  std::unique_ptr<JsonTokenMasker> json_masker_;  // built at the first json_object or json_schema request
+  std::unique_ptr<TokenMasker> token_masker_;  // built at the first constrained request
   ConfidenceCalibrator confidence_calibrator_;  // learned from every request's verified rounds
   SpecDecodeMetrics spec_metrics_;
   ScheduleMetrics schedule_metrics_;

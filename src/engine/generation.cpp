@@ -35,7 +35,14 @@ void GenerationOptions::validate() const {
   DSPARK_CHECK_REQUEST(min_tokens >= 0 && min_tokens <= max_tokens, "min_tokens must be in [0, max_tokens = {}], got {}",
                        max_tokens, min_tokens);
   DSPARK_CHECK_REQUEST(min_tokens == 0 || response_format == ResponseFormat::kText,
-                       "min_tokens cannot be combined with a JSON response_format (a complete value ends the output)");
+                       "min_tokens cannot be combined with a constrained output format (its grammar says where "
+                       "the output ends)");
+  DSPARK_CHECK_REQUEST(!ignore_eos || response_format != ResponseFormat::kRegex,
+                       "ignore_eos cannot be combined with a regex or choice format (the output may end at any "
+                       "full match)");
+  DSPARK_CHECK_REQUEST(response_format != ResponseFormat::kJsonSchema || json_schema,
+                       "response_format json_schema without a compiled schema");
+  DSPARK_CHECK_REQUEST(response_format != ResponseFormat::kRegex || regex, "a regex format without a compiled regex");
   sampling.validate();
 }
 

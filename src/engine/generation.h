@@ -15,6 +15,7 @@
 namespace dspark {
 
 struct CompiledJsonSchema;  // structured/json_schema.h
+class CompiledRegex;        // structured/regex_dfa.h
 
 enum class FinishReason { kLength, kStop, kEos, kCancelled, kError };
 // OpenAI's names: "length", "stop" (stop strings and EOS), "cancelled", "error".
@@ -42,10 +43,13 @@ inline constexpr int32_t kMaxTopLogprobs = 20;
 enum class ResponseFormat {
   kText,
   kJsonObject,  // a JSON object: the target's logits are masked to tokens that keep the
-                // output a prefix of one (structured/json_constraint.h); the request
+                // output a prefix of one (structured/grammar_constraint.h); the request
                 // finishes ("stop") when the object closes
   kJsonSchema,  // a JSON value valid under GenerationOptions::json_schema, likewise masked
                 // (structured/schema_matcher.h); finishes ("stop") when the value is complete
+  kRegex,       // a full match of GenerationOptions::regex (vLLM's guided regex and choice), likewise
+                // masked; EOS is allowed at every full match, and the output finishes ("stop")
+                // where no byte can follow
 };
 
 struct GenerationOptions {
@@ -58,8 +62,8 @@ struct GenerationOptions {
   bool ignore_eos = false;              // keep going past EOS (benchmarks); stop_token_ids still stop
   // EOS (unless ignored) and stop_token_ids are masked out of the target's distribution
   // until the output has this many tokens, so it cannot end sooner (max_tokens and the
-  // context still can). In [0, max_tokens]; not with a JSON response_format, whose value
-  // ends the output when it is complete.
+  // context still can). In [0, max_tokens]; not with a constrained response_format, whose
+  // grammar says where the output ends.
   int64_t min_tokens = 0;
   int32_t logprobs = -1;                // -1 = off; n in [0, 20]: each token's log-prob and the top n
   // -1 = off; n in [0, 20]: each prompt token's log-prob after the tokens before it (the
@@ -73,6 +77,9 @@ struct GenerationOptions {
   // kJsonSchema: the compiled schema (structured/json_schema.h compile_json_schema), shared
   // and immutable; required then, ignored otherwise.
   std::shared_ptr<const CompiledJsonSchema> json_schema;
+  // kRegex: the compiled automaton (CompiledRegex::compile), shared and immutable; required
+  // then, ignored otherwise.
+  std::shared_ptr<const CompiledRegex> regex;
 
   void validate() const;                // throws Error (kInvalidRequest) naming the bad field
 };

@@ -25,13 +25,13 @@ OutputProcessor::OutputProcessor(int64_t vocab_size, int64_t max_model_len, int3
 OutputProcessor::Verdict OutputProcessor::commit(Request& r, const float* logits, std::vector<RequestOutput>& outputs) {
   const int64_t vocab = vocab_;
   const int32_t num_drafts = static_cast<int32_t>(r.drafts.size());
-  if (r.json) {
+  if (r.grammar) {
     // Row j is masked for the output plus drafts 0..j-1 (all valid: the engine cut the
     // drafts at the first invalid one). Drafts and verification then see the same
     // distribution the plain constrained decoding would: still lossless.
     masked_.resize(std::max(masked_.size(), static_cast<size_t>((num_drafts + 1) * vocab)));
     std::copy_n(logits, (num_drafts + 1) * vocab, masked_.data());
-    r.json->mask_rows(masked_.data(), vocab, r.drafts);
+    r.grammar->mask_rows(masked_.data(), vocab, r.drafts);
     logits = masked_.data();
   }
   logits = ban_early_stops(r, logits, num_drafts + 1);
@@ -173,9 +173,9 @@ bool OutputProcessor::append_token(Request& r, int32_t token, RequestOutput& out
   }
   r.tokens.push_back(token);
   out.token_ids.push_back(token);
-  if (r.json) {
-    DSPARK_CHECK(r.json->accept_token(token), "token {} does not continue the JSON output", token);
-    if (r.json->complete()) {  // the object closed: nothing may follow
+  if (r.grammar) {
+    DSPARK_CHECK(r.grammar->accept_token(token), "token {} does not continue the constrained output", token);
+    if (r.grammar->complete()) {  // the object closed: nothing may follow
       finish(r, FinishReason::kStop, out);
       return true;
     }

@@ -20,7 +20,7 @@
 #include "engine/generation.h"
 #include "engine/prefix_cache.h"
 #include "spec/confidence_calibrator.h"
-#include "structured/json_constraint.h"
+#include "structured/grammar_constraint.h"
 #include "spec/spec_metrics.h"
 
 namespace dspark {
@@ -74,7 +74,7 @@ struct Request {
   const float* draft_confidence = nullptr;  // [drafts] or null: what the schedule and metrics see
   RequestConfidence confidence;        // this round's corrected confidences (EngineOptions::adapt_confidence)
 
-  std::unique_ptr<JsonConstraint> json;  // response_format json_object: the output as a JSON prefix
+  std::unique_ptr<GrammarConstraint> grammar;  // a constrained response_format: the output as a grammar prefix
   SpecDecodeMetrics spec_metrics;
 
   double arrival_time = 0;

@@ -73,6 +73,8 @@ class JsonMatcher {
 
   // The top-level object has been closed: no byte is accepted any more (only EOS).
   bool complete() const { return mode_ == Mode::kDone; }
+  // The output may end here (EOS allowed): only once the object closed.
+  bool can_end() const { return complete(); }
   // Inside a string, between characters (not in an escape or a multi-byte character).
   bool in_string() const { return mode_ == Mode::kScalar && lexer_.between_chars(); }
   // Where every "plain" token stays inside the string (token_mask.h): any string here.

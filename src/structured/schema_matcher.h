@@ -63,6 +63,7 @@ class SchemaMatcher {
   }
 
   bool complete() const { return mode_ == Mode::kDone; }
+  bool can_end() const { return complete(); }  // the output may end (EOS) only once complete
   // Inside a string whose characters are unconstrained (no maxLength, not an enum value or
   // a declared property name), between characters: every "plain" token (token_mask.h)
   // stays inside it, exactly as inside a JsonMatcher string.

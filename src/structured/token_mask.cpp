@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "structured/regex_dfa.h"
 
 namespace dspark {
 
@@ -34,11 +35,11 @@ std::vector<int32_t> text_ids(const TokenBytes& vocabulary, bool plain) {
 
 }  // namespace
 
-JsonTokenMasker::JsonTokenMasker(TokenBytes vocabulary) : vocabulary_(std::move(vocabulary)) {
+TokenMasker::TokenMasker(TokenBytes vocabulary) : vocabulary_(std::move(vocabulary)) {
   const int64_t n = vocabulary_.size();
   DSPARK_CHECK(n > 0 && static_cast<int64_t>(vocabulary_.bytes.size()) == n,
-               "JsonTokenMasker: {} byte strings for {} roles", vocabulary_.bytes.size(), n);
-  DSPARK_CHECK(n < std::numeric_limits<int32_t>::max(), "JsonTokenMasker: vocabulary of {}", n);
+               "TokenMasker: {} byte strings for {} roles", vocabulary_.bytes.size(), n);
+  DSPARK_CHECK(n < std::numeric_limits<int32_t>::max(), "TokenMasker: vocabulary of {}", n);
   for (int32_t id = 0; id < n; ++id) {
     if (vocabulary_.roles[id] == TokenRole::kEos) eos_ids_.push_back(id);
   }
@@ -53,9 +54,9 @@ JsonTokenMasker::JsonTokenMasker(TokenBytes vocabulary) : vocabulary_(std::move(
 }
 
 template <class Matcher>
-void JsonTokenMasker::allowed_tokens(const Matcher& state, std::span<uint64_t> mask) const {
+void TokenMasker::allowed_tokens(const Matcher& state, std::span<uint64_t> mask) const {
   DSPARK_CHECK(static_cast<int64_t>(mask.size()) == num_words(),
-               "JsonTokenMasker: mask has {} words, expected {}", mask.size(), num_words());
+               "TokenMasker: mask has {} words, expected {}", mask.size(), num_words());
   if (state.complete()) {
     std::fill(mask.begin(), mask.end(), 0);
     for (const int32_t id : eos_ids_) mask[id >> 6] |= uint64_t{1} << (id & 63);
@@ -68,22 +69,27 @@ void JsonTokenMasker::allowed_tokens(const Matcher& state, std::span<uint64_t> m
   }
   std::fill(mask.begin(), mask.end(), 0);
   all_.allow(state, mask);
+  if (state.can_end()) {  // a regex's full match that may go on: its end allowed beside more text
+    for (const int32_t id : eos_ids_) mask[id >> 6] |= uint64_t{1} << (id & 63);
+  }
 }
 
 template <class Matcher>
-bool JsonTokenMasker::advance(Matcher& state, int32_t token) const {
+bool TokenMasker::advance(Matcher& state, int32_t token) const {
   if (token < 0 || token >= num_logits()) return false;
   switch (vocabulary_.roles[token]) {
     case TokenRole::kText: return state.advance(vocabulary_.bytes[token]);
-    case TokenRole::kEos: return state.complete();
+    case TokenRole::kEos: return state.can_end();
     case TokenRole::kNone: return false;
   }
   return false;
 }
 
-template void JsonTokenMasker::allowed_tokens<JsonMatcher>(const JsonMatcher&, std::span<uint64_t>) const;
-template void JsonTokenMasker::allowed_tokens<SchemaMatcher>(const SchemaMatcher&, std::span<uint64_t>) const;
-template bool JsonTokenMasker::advance<JsonMatcher>(JsonMatcher&, int32_t) const;
-template bool JsonTokenMasker::advance<SchemaMatcher>(SchemaMatcher&, int32_t) const;
+template void TokenMasker::allowed_tokens<JsonMatcher>(const JsonMatcher&, std::span<uint64_t>) const;
+template void TokenMasker::allowed_tokens<SchemaMatcher>(const SchemaMatcher&, std::span<uint64_t>) const;
+template bool TokenMasker::advance<JsonMatcher>(JsonMatcher&, int32_t) const;
+template bool TokenMasker::advance<SchemaMatcher>(SchemaMatcher&, int32_t) const;
+template void TokenMasker::allowed_tokens<RegexMatcher>(const RegexMatcher&, std::span<uint64_t>) const;
+template bool TokenMasker::advance<RegexMatcher>(RegexMatcher&, int32_t) const;
 
 }  // namespace dspark

@@ -1,17 +1,17 @@
-// Which tokens may come next under a JSON grammar state (JsonMatcher for json_object,
-// SchemaMatcher for json_schema): a bit per vocabulary id, and applying that to a logits
-// row (disallowed ids get -inf). One masker per vocabulary serves both grammars: the
-// member templates are instantiated for each matcher, so json_object runs the same code
-// as before schemas existed.
+// Which tokens may come next under a grammar state (JsonMatcher for json_object,
+// SchemaMatcher for json_schema, RegexMatcher for a regex or a choice): a bit per
+// vocabulary id, and applying that to a logits row (disallowed ids get -inf). One masker
+// per vocabulary serves every grammar: the member templates are instantiated for each
+// matcher, so json_object runs the same code as before schemas existed.
 //
 // Token t is allowed after state s when
 //   - t is kText and s.advance(bytes[t]) succeeds (the text stays a prefix of some valid
-//     object; see json_matcher.h), or
-//   - t is kEos and s.complete();
-// kNone tokens never are. Once s is complete only EOS ids are allowed.
+//     output; see json_matcher.h), or
+//   - t is kEos and s.can_end() (a JSON value once complete; a regex at any full match);
+// kNone tokens never are. Once s is complete (no byte may follow) only EOS ids are allowed.
 //
 // The reference (dspark::reference::allowed_tokens) tries every token from s: O(vocab x
-// token length) matcher steps. JsonTokenMasker walks a byte trie of the vocabulary instead
+// token length) matcher steps. TokenMasker walks a byte trie of the vocabulary instead
 // (token_trie.h): shared prefixes are read once and a refused byte skips its subtree.
 // Inside a string, where generation spends most of its steps and nearly every token is
 // allowed, it does better still: a "plain" token (no '"', '\\' or byte < 0x20, and
@@ -20,7 +20,7 @@
 // tokens is walked. The matcher says where that holds (in_plain_string(): for a schema,
 // not in a string with maxLength, an enum value or a declared property name). Both give the reference's bits (tests/structured/token_mask_test.cpp).
 //
-// A JsonTokenMasker is immutable once built: any number of threads may mask with it.
+// A TokenMasker is immutable once built: any number of threads may mask with it.
 #pragma once
 
 #include <cstdint>
@@ -36,10 +36,10 @@
 namespace dspark {
 
 
-class JsonTokenMasker {
+class TokenMasker {
  public:
   // Throws when a kText token has no bytes (it would be allowed forever, changing nothing).
-  explicit JsonTokenMasker(TokenBytes vocabulary);
+  explicit TokenMasker(TokenBytes vocabulary);
 
   int64_t num_logits() const { return vocabulary_.size(); }
   int64_t num_words() const { return token_mask_words(num_logits()); }
@@ -50,7 +50,7 @@ class JsonTokenMasker {
   template <class Matcher>
   void allowed_tokens(const Matcher& state, std::span<uint64_t> mask) const;
 
-  // Advances state by token's bytes when the token is allowed there (EOS: when complete,
+  // Advances state by token's bytes when the token is allowed there (EOS: where s.can_end(),
   // leaving the state as it is). Returns false, state unchanged, otherwise.
   template <class Matcher>
   bool advance(Matcher& state, int32_t token) const;

@@ -26,7 +26,7 @@ int32_t id_of(char c) { return static_cast<int32_t>(c - '!'); }
 TEST(OutputProcessor, AJsonObjectRequestTakesOnlyValidTokensAndStopsWhenTheObjectCloses) {
   const auto dir = testing::write_tiny_tokenizer(testing::make_temp_dir("output-processor"), kVocab);
   const Tokenizer tok = Tokenizer::from_dir(dir);
-  const JsonTokenMasker masker(token_bytes(tok, kVocab, tok.eos_ids()));
+  const TokenMasker masker(token_bytes(tok, kVocab, tok.eos_ids()));
   OutputProcessor processor(kVocab, /*max_model_len=*/256, /*max_drafts=*/0, tok);
 
   GenerationOptions g;
@@ -35,7 +35,7 @@ TEST(OutputProcessor, AJsonObjectRequestTakesOnlyValidTokensAndStopsWhenTheObjec
   g.response_format = ResponseFormat::kJsonObject;
   Request r(1, {id_of('Q'), id_of(':')}, g);
   Detokenizer detokenizer(tok, {});
-  r.json = std::make_unique<JsonConstraint>(masker);
+  r.grammar = std::make_unique<GrammarConstraint>(masker);
   r.num_computed = 1;  // the prompt's last token is the anchor
 
   // Every step the logits put first a character that cannot come next (where one exists:

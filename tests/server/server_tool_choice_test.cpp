@@ -1,7 +1,7 @@
 // tool_choice forcing a call, through the server with a real (tiny) model: whatever the
 // model would write, the reply is a call whose arguments follow the tool's schema; streamed,
 // the same call arrives as OpenAI's tool-call deltas; greedy replies are the same with and
-// without speculation (the constraint composes with it, structured/json_constraint.h).
+// without speculation (the constraint composes with it, structured/grammar_constraint.h).
 #include <fstream>
 #include <set>
 

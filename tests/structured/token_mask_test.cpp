@@ -56,7 +56,7 @@ std::vector<JsonMatcher> sample_states(int num_docs, uint64_t seed) {
 
 void expect_trie_equals_reference(const char* name, const Tokenizer& tok, int num_docs) {
   SCOPED_TRACE(name);
-  const JsonTokenMasker masker(token_bytes(tok, tok.vocab_size(), eos_of(tok)));
+  const TokenMasker masker(token_bytes(tok, tok.vocab_size(), eos_of(tok)));
   const std::vector<JsonMatcher> states = sample_states(num_docs, 99);
   std::vector<uint64_t> trie(masker.num_words()), ref(masker.num_words());
   int num_empty = 0;
@@ -124,7 +124,7 @@ std::vector<SchemaMatcher> schema_states(const CompiledJsonSchema& schema, int n
 
 void expect_schema_trie_equals_reference(const char* name, const Tokenizer& tok, int num_walks) {
   SCOPED_TRACE(name);
-  const JsonTokenMasker masker(token_bytes(tok, tok.vocab_size(), eos_of(tok)));
+  const TokenMasker masker(token_bytes(tok, tok.vocab_size(), eos_of(tok)));
   std::vector<uint64_t> trie(masker.num_words()), ref(masker.num_words());
   std::mt19937_64 rng(17);
   int num_plain = 0;
@@ -181,7 +181,7 @@ TEST(TokenMask, SmallVocabularyByHand) {
   tb.roles[0] = TokenRole::kEos;
   tb.roles[6] = TokenRole::kNone;
   tb.roles[14] = TokenRole::kNone;
-  const JsonTokenMasker masker(tb);
+  const TokenMasker masker(tb);
   std::vector<uint64_t> mask(masker.num_words());
   auto allowed = [&](const JsonMatcher& m) {
     masker.allowed_tokens(m, mask);
@@ -239,7 +239,7 @@ TEST(TokenMask, TimePerMask) {
                          Vocab{"gpt-2", test::gpt2_tokenizer_json(), false}}) {
     if (!fs::exists(v.path)) continue;
     const Tokenizer tok = v.is_dir ? Tokenizer::from_dir(v.path) : Tokenizer::from_file(v.path);
-    const JsonTokenMasker masker(token_bytes(tok, tok.vocab_size(), eos_of(tok)));
+    const TokenMasker masker(token_bytes(tok, tok.vocab_size(), eos_of(tok)));
     const std::vector<JsonMatcher> all = sample_states(999, 3);
     std::vector<JsonMatcher> in_string, outside;
     for (const JsonMatcher& m : all) (m.in_string() ? in_string : outside).push_back(m);

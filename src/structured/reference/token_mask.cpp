@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "structured/regex_dfa.h"
 #include "structured/token_mask.h"
 
 namespace dspark::reference {
@@ -20,7 +21,7 @@ void allowed_tokens(const TokenBytes& vocabulary, const Matcher& state, std::spa
         allowed = m.advance(vocabulary.bytes[id]);
         break;
       }
-      case TokenRole::kEos: allowed = state.complete(); break;
+      case TokenRole::kEos: allowed = state.can_end(); break;
       case TokenRole::kNone: break;
     }
     if (allowed) mask[id >> 6] |= uint64_t{1} << (id & 63);
@@ -29,5 +30,6 @@ void allowed_tokens(const TokenBytes& vocabulary, const Matcher& state, std::spa
 
 template void allowed_tokens<JsonMatcher>(const TokenBytes&, const JsonMatcher&, std::span<uint64_t>);
 template void allowed_tokens<SchemaMatcher>(const TokenBytes&, const SchemaMatcher&, std::span<uint64_t>);
+template void allowed_tokens<RegexMatcher>(const TokenBytes&, const RegexMatcher&, std::span<uint64_t>);
 
 }  // namespace dspark::reference

@@ -1,37 +1,43 @@
-#include "structured/json_constraint.h"
+#include "structured/grammar_constraint.h"
 
 #include "core/check.h"
 
 namespace dspark {
 
-JsonConstraint::JsonConstraint(const JsonTokenMasker& masker, const JsonMatcherOptions& options)
+GrammarConstraint::GrammarConstraint(const TokenMasker& masker, const JsonMatcherOptions& options)
     : masker_(&masker), matcher_(JsonMatcher(options)), bits_(static_cast<size_t>(masker.num_words())) {}
 
-JsonConstraint::JsonConstraint(const JsonTokenMasker& masker, std::shared_ptr<const CompiledJsonSchema> schema)
+GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledJsonSchema> schema)
     : masker_(&masker), schema_(std::move(schema)), bits_(static_cast<size_t>(masker.num_words())) {
-  DSPARK_CHECK(schema_ != nullptr, "JsonConstraint: no compiled schema");
+  DSPARK_CHECK(schema_ != nullptr, "GrammarConstraint: no compiled schema");
   matcher_ = SchemaMatcher(*schema_);
 }
 
-const JsonMatcher& JsonConstraint::matcher() const {
-  DSPARK_CHECK(std::holds_alternative<JsonMatcher>(matcher_), "JsonConstraint: not a json_object constraint");
+GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledRegex> regex)
+    : masker_(&masker), regex_(std::move(regex)), bits_(static_cast<size_t>(masker.num_words())) {
+  DSPARK_CHECK(regex_ != nullptr, "GrammarConstraint: no compiled regex");
+  matcher_ = RegexMatcher(*regex_);
+}
+
+const JsonMatcher& GrammarConstraint::matcher() const {
+  DSPARK_CHECK(std::holds_alternative<JsonMatcher>(matcher_), "GrammarConstraint: not a json_object constraint");
   return std::get<JsonMatcher>(matcher_);
 }
 
-const SchemaMatcher& JsonConstraint::schema_matcher() const {
-  DSPARK_CHECK(std::holds_alternative<SchemaMatcher>(matcher_), "JsonConstraint: not a json_schema constraint");
+const SchemaMatcher& GrammarConstraint::schema_matcher() const {
+  DSPARK_CHECK(std::holds_alternative<SchemaMatcher>(matcher_), "GrammarConstraint: not a json_schema constraint");
   return std::get<SchemaMatcher>(matcher_);
 }
 
-std::string JsonConstraint::completion() const {
+std::string GrammarConstraint::completion() const {
   return std::visit([](const auto& m) { return m.completion(); }, matcher_);
 }
 
-bool JsonConstraint::accept_token(int32_t token) {
+bool GrammarConstraint::accept_token(int32_t token) {
   return std::visit([&](auto& m) { return masker_->advance(m, token); }, matcher_);
 }
 
-int32_t JsonConstraint::valid_prefix_length(std::span<const int32_t> drafts) const {
+int32_t GrammarConstraint::valid_prefix_length(std::span<const int32_t> drafts) const {
   return std::visit(
       [&](const auto& state) {
         auto m = state;
@@ -45,13 +51,13 @@ int32_t JsonConstraint::valid_prefix_length(std::span<const int32_t> drafts) con
       matcher_);
 }
 
-JsonConstraint::State JsonConstraint::state_after(std::span<const int32_t> drafts) const {
+GrammarConstraint::State GrammarConstraint::state_after(std::span<const int32_t> drafts) const {
   State state = matcher_;
   std::visit(
       [&](auto& m) {
         for (size_t j = 0; j < drafts.size(); ++j) {
           DSPARK_CHECK(masker_->advance(m, drafts[j]),
-                       "JsonConstraint: draft {} (token {}) breaks the JSON grammar; cut the drafts at "
+                       "GrammarConstraint: draft {} (token {}) breaks the grammar; cut the drafts at "
                        "valid_prefix_length() first", j, drafts[j]);
         }
       },
@@ -59,19 +65,19 @@ JsonConstraint::State JsonConstraint::state_after(std::span<const int32_t> draft
   return state;
 }
 
-std::span<const uint64_t> JsonConstraint::allowed_tokens(std::span<const int32_t> drafts_before) {
+std::span<const uint64_t> GrammarConstraint::allowed_tokens(std::span<const int32_t> drafts_before) {
   const State state = state_after(drafts_before);
   std::visit([&](const auto& m) { masker_->allowed_tokens(m, bits_); }, state);
   return bits_;
 }
 
-void JsonConstraint::mask(float* logits_row, std::span<const int32_t> drafts_before) {
+void GrammarConstraint::mask(float* logits_row, std::span<const int32_t> drafts_before) {
   allowed_tokens(drafts_before);
   apply_token_mask(bits_, logits_row, masker_->num_logits());
 }
 
-void JsonConstraint::mask_rows(float* logits, int64_t row_stride, std::span<const int32_t> drafts) {
-  DSPARK_CHECK(row_stride >= masker_->num_logits(), "JsonConstraint: row stride {} < {} logits",
+void GrammarConstraint::mask_rows(float* logits, int64_t row_stride, std::span<const int32_t> drafts) {
+  DSPARK_CHECK(row_stride >= masker_->num_logits(), "GrammarConstraint: row stride {} < {} logits",
                row_stride, masker_->num_logits());
   std::visit(
       [&](const auto& state) {
@@ -81,7 +87,7 @@ void JsonConstraint::mask_rows(float* logits, int64_t row_stride, std::span<cons
           apply_token_mask(bits_, logits + static_cast<int64_t>(j) * row_stride, masker_->num_logits());
           if (j == drafts.size()) break;
           DSPARK_CHECK(masker_->advance(m, drafts[j]),
-                       "JsonConstraint: draft {} (token {}) breaks the JSON grammar; cut the drafts at "
+                       "GrammarConstraint: draft {} (token {}) breaks the grammar; cut the drafts at "
                        "valid_prefix_length() first", j, drafts[j]);
         }
       },

@@ -1,9 +1,10 @@
-// Per-request JSON constraint: OpenAI response_format {"type": "json_object"} (a
-// JsonMatcher state) or {"type": "json_schema"} (a SchemaMatcher state over a compiled
-// schema): the output tokens accepted so far, and the logits masks that keep the output a
-// prefix of a valid JSON object / of a value valid under the schema. Both grammars run the
-// same code (the masker's templates); the variant is dispatched once per call, not per
-// token of the vocabulary.
+// Per-request output grammar: OpenAI response_format {"type": "json_object"} (a
+// JsonMatcher state), {"type": "json_schema"} (a SchemaMatcher state over a compiled
+// schema), or a regular expression (a RegexMatcher state over a compiled automaton: vLLM's
+// guided regex and choice): the output tokens accepted so far, and the logits masks that
+// keep the output a prefix of a valid JSON object / of a value valid under the schema / of
+// a full match. Every grammar runs the same code (the masker's templates); the variant is
+// dispatched once per call, not per token of the vocabulary.
 //
 // With speculative decoding, a step verifies drafts d_0..d_{k-1} with k+1 rows of target
 // logits; row j is the distribution after d_0..d_{j-1}. So:
@@ -15,10 +16,11 @@
 //      accept_token(token).
 // Once complete(), only EOS ids are allowed; the engine should finish the request there
 // (also when it cannot emit EOS: ignore_eos, min_tokens, or a model without EOS ids,
-// where the mask would otherwise allow nothing).
+// where the mask would otherwise allow nothing). A regex's output may also end earlier, at
+// any full match that could still go on (can_end(): EOS allowed beside more text).
 //
 // Holds a pointer to the masker, which must outlive it, and shares ownership of the
-// schema. Not thread-safe; one per request. No allocation after construction.
+// schema or automaton. Not thread-safe; one per request. No allocation after construction.
 #pragma once
 
 #include <cstdint>
@@ -30,17 +32,20 @@
 #include "core/token_grammar.h"
 #include "structured/json_matcher.h"
 #include "structured/json_schema.h"
+#include "structured/regex_dfa.h"
 #include "structured/schema_matcher.h"
 #include "structured/token_mask.h"
 
 namespace dspark {
 
-class JsonConstraint final : public TokenGrammar {
+class GrammarConstraint final : public TokenGrammar {
  public:
   // json_object.
-  explicit JsonConstraint(const JsonTokenMasker& masker, const JsonMatcherOptions& options = {});
+  explicit GrammarConstraint(const TokenMasker& masker, const JsonMatcherOptions& options = {});
   // json_schema (schema must not be null).
-  JsonConstraint(const JsonTokenMasker& masker, std::shared_ptr<const CompiledJsonSchema> schema);
+  GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledJsonSchema> schema);
+  // A regex (regex must not be null).
+  GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledRegex> regex);
 
   // Advances by one emitted token. Returns false, state unchanged, when the token is not
   // allowed here (a caller that masked correctly never sees that).
@@ -68,11 +73,12 @@ class JsonConstraint final : public TokenGrammar {
   std::span<const uint64_t> allowed_tokens(std::span<const int32_t> drafts_before) override;
 
  private:
-  using State = std::variant<JsonMatcher, SchemaMatcher>;
+  using State = std::variant<JsonMatcher, SchemaMatcher, RegexMatcher>;
   State state_after(std::span<const int32_t> drafts) const;  // throws on an invalid draft
 
-  const JsonTokenMasker* masker_;
+  const TokenMasker* masker_;
   std::shared_ptr<const CompiledJsonSchema> schema_;  // json_schema: what matcher_ points into
+  std::shared_ptr<const CompiledRegex> regex_;        // regex: likewise
   State matcher_;
   std::vector<uint64_t> bits_;  // [masker.num_words()] scratch for one mask
 };

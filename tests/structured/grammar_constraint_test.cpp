@@ -3,7 +3,7 @@
 // completion(); the mask is never empty before the object is complete, the result parses
 // as a JSON object, and after completion only EOS is allowed. Plus the speculative
 // decoding calls: valid_prefix_length, mask, mask_rows.
-#include "structured/json_constraint.h"
+#include "structured/grammar_constraint.h"
 
 #include <cmath>
 #include <filesystem>
@@ -46,10 +46,10 @@ struct Walk {
 
 // num_free tokens chosen by policy, then tokens whose bytes are a prefix of completion()
 // (longest first) until the object is complete; asserts a non-empty mask at every step.
-Walk generate(const JsonTokenMasker& masker, const JsonMatcherOptions& options, Policy policy,
+Walk generate(const TokenMasker& masker, const JsonMatcherOptions& options, Policy policy,
               int num_free, std::mt19937_64& rng) {
   const TokenBytes& vocab = masker.vocabulary();
-  JsonConstraint c(masker, options);
+  GrammarConstraint c(masker, options);
   Walk walk;
   for (int step = 0; !c.complete(); ++step) {
     const std::vector<int32_t> allowed = set_bits(c.allowed_tokens({}), masker.num_logits());
@@ -88,7 +88,7 @@ Walk generate(const JsonTokenMasker& masker, const JsonMatcherOptions& options, 
 
 void random_walks(const char* name, const Tokenizer& tok, int num_walks) {
   SCOPED_TRACE(name);
-  const JsonTokenMasker masker(token_bytes(tok, tok.vocab_size(), eos_of(tok)));
+  const TokenMasker masker(token_bytes(tok, tok.vocab_size(), eos_of(tok)));
   const bool byte_level = masker.vocabulary().scheme == TokenByteScheme::kByteLevel;
   std::mt19937_64 rng(2024);
   for (int w = 0; w < num_walks; ++w) {
@@ -109,18 +109,18 @@ void random_walks(const char* name, const Tokenizer& tok, int num_walks) {
   }
 }
 
-TEST(JsonConstraint, RandomWalksTinyTarget) {
+TEST(GrammarConstraint, RandomWalksTinyTarget) {
   random_walks("tiny-target", Tokenizer::from_dir(test::tiny_target_dir()), 300);
 }
 
-TEST(JsonConstraint, RandomWalksStories260K) {
+TEST(GrammarConstraint, RandomWalksStories260K) {
   if (!fs::exists(test::stories260k_dir())) GTEST_SKIP() << "no stories260K";
   random_walks("stories260K", Tokenizer::from_dir(test::stories260k_dir()), 300);
 }
 
-class JsonConstraintTiny : public ::testing::Test {
+class GrammarConstraintTiny : public ::testing::Test {
  protected:
-  JsonConstraintTiny()
+  GrammarConstraintTiny()
       : tok_(Tokenizer::from_dir(test::tiny_target_dir())),
         masker_(token_bytes(tok_, tok_.vocab_size(), eos_of(tok_))) {}
 
@@ -138,11 +138,11 @@ class JsonConstraintTiny : public ::testing::Test {
   }
 
   Tokenizer tok_;
-  JsonTokenMasker masker_;
+  TokenMasker masker_;
 };
 
-TEST_F(JsonConstraintTiny, AcceptTokenAndEos) {
-  JsonConstraint c(masker_);
+TEST_F(GrammarConstraintTiny, AcceptTokenAndEos) {
+  GrammarConstraint c(masker_);
   const int32_t eos = tok_.eos_ids().at(0);
   EXPECT_FALSE(c.accept_token(eos));
   const std::vector<int32_t> text = ids(R"({"answer": 42})");
@@ -157,15 +157,15 @@ TEST_F(JsonConstraintTiny, AcceptTokenAndEos) {
   EXPECT_TRUE(c.accept_token(eos));
   EXPECT_TRUE(c.complete());
   // Special tokens other than EOS are never accepted.
-  JsonConstraint fresh(masker_);
+  GrammarConstraint fresh(masker_);
   EXPECT_FALSE(fresh.accept_token(1));
   EXPECT_FALSE(fresh.accept_token(2));
   EXPECT_FALSE(fresh.accept_token(-3));
   EXPECT_FALSE(fresh.accept_token(static_cast<int32_t>(masker_.num_logits())));
 }
 
-TEST_F(JsonConstraintTiny, ValidPrefixLengthCutsAtTheFirstBadDraft) {
-  JsonConstraint c(masker_);
+TEST_F(GrammarConstraintTiny, ValidPrefixLengthCutsAtTheFirstBadDraft) {
+  GrammarConstraint c(masker_);
   ASSERT_TRUE(c.accept_token(ids("{")[0]));
   std::vector<int32_t> drafts = ids(R"("key": [1, 2)");
   const int32_t num_good = static_cast<int32_t>(drafts.size());
@@ -181,8 +181,8 @@ TEST_F(JsonConstraintTiny, ValidPrefixLengthCutsAtTheFirstBadDraft) {
   EXPECT_EQ(c.matcher(), expected);
 }
 
-TEST_F(JsonConstraintTiny, MaskAndMaskRowsMatchTheReferencePerPosition) {
-  JsonConstraint c(masker_);
+TEST_F(GrammarConstraintTiny, MaskAndMaskRowsMatchTheReferencePerPosition) {
+  GrammarConstraint c(masker_);
   const std::vector<int32_t> prefix = ids(R"({"a": "x)");
   for (const int32_t id : prefix) ASSERT_TRUE(c.accept_token(id));
   const std::vector<int32_t> drafts = ids(R"(y", "b": [true, {"c": -1.5e3}]})");
@@ -217,8 +217,8 @@ TEST_F(JsonConstraintTiny, MaskAndMaskRowsMatchTheReferencePerPosition) {
   for (int64_t id = 0; id < n; ++id) EXPECT_EQ(std::isfinite(last[id]), id == tok_.eos_ids()[0]);
 }
 
-TEST_F(JsonConstraintTiny, MaskingAfterAnInvalidDraftThrows) {
-  JsonConstraint c(masker_);
+TEST_F(GrammarConstraintTiny, MaskingAfterAnInvalidDraftThrows) {
+  GrammarConstraint c(masker_);
   std::vector<float> row(masker_.num_logits(), 0.0f);
   const std::vector<int32_t> bad = ids("[");
   EXPECT_THROW(c.mask(row.data(), bad), Error);
@@ -230,7 +230,7 @@ TEST_F(JsonConstraintTiny, MaskingAfterAnInvalidDraftThrows) {
 // output parses and validates against the schema, only EOS is allowed once complete, and
 // speculation's calls agree (valid_prefix_length cuts at the first draft the schema
 // refuses; mask_rows row j equals mask() after j drafts).
-TEST_F(JsonConstraintTiny, SchemaWalksValidateAndSpeculationCallsAgree) {
+TEST_F(GrammarConstraintTiny, SchemaWalksValidateAndSpeculationCallsAgree) {
   const TokenBytes& vocab = masker_.vocabulary();
   std::mt19937_64 rng(99);
   for (const auto& sample : test::sample_schemas()) {
@@ -238,7 +238,7 @@ TEST_F(JsonConstraintTiny, SchemaWalksValidateAndSpeculationCallsAgree) {
     const auto schema = compile_json_schema_text(sample.text);
     const test::SchemaOracle oracle(nlohmann::ordered_json::parse(sample.text));
     for (int w = 0; w < 20; ++w) {
-      JsonConstraint c(masker_, schema);
+      GrammarConstraint c(masker_, schema);
       std::vector<int32_t> out;
       const int num_free = static_cast<int>(rng() % 80);
       for (int step = 0; !c.complete() && step < num_free + 5000; ++step) {
@@ -268,7 +268,7 @@ TEST_F(JsonConstraintTiny, SchemaWalksValidateAndSpeculationCallsAgree) {
       EXPECT_TRUE(oracle.valid(value)) << text;
       EXPECT_EQ(set_bits(c.allowed_tokens({}), masker_.num_logits()), tok_.eos_ids());
       // Replay: drafts = the whole output plus one refused token.
-      JsonConstraint replay(masker_, schema);
+      GrammarConstraint replay(masker_, schema);
       std::vector<int32_t> drafts = out;
       drafts.push_back(ids("}")[0]);
       EXPECT_EQ(replay.valid_prefix_length(drafts), static_cast<int32_t>(out.size()));
@@ -283,9 +283,10 @@ TEST_F(JsonConstraintTiny, SchemaWalksValidateAndSpeculationCallsAgree) {
       }
     }
   }
-  JsonConstraint c(masker_, compile_json_schema_text(R"({"type": "object"})"));
+  GrammarConstraint c(masker_, compile_json_schema_text(R"({"type": "object"})"));
   EXPECT_THROW(c.matcher(), Error);  // a schema constraint has no json_object state
-  EXPECT_THROW(JsonConstraint(masker_, nullptr), Error);
+  EXPECT_THROW(GrammarConstraint(masker_, std::shared_ptr<const CompiledJsonSchema>()), Error);
+  EXPECT_THROW(GrammarConstraint(masker_, std::shared_ptr<const CompiledRegex>()), Error);
 }
 
 }  // namespace

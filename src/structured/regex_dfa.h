@@ -1,0 +1,87 @@
+// A regular expression (structured/regex_parser.h) compiled to a deterministic automaton
+// over UTF-8 bytes, for constrained decoding: the output is held to strings that are a
+// prefix of a full match, and may end where it is one.
+//
+// Built once per request: the tree becomes a byte NFA (Thompson's construction; code point
+// sets as UTF-8 byte-range sequences), then a DFA by subset construction over the classes
+// of bytes the pattern tells apart. Only live states are kept (those from which some
+// accepting state is reachable), so every state the output can be in still has a match
+// ahead: a token mask built from it never leads into a dead end. Sizes are capped
+// (kMaxNfaStates, kMaxDfaStates): a pattern past them is refused, never built slowly.
+//
+// Immutable once compiled: any number of requests and threads may read it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dspark {
+
+class CompiledRegex {
+ public:
+  static constexpr int32_t kDead = -1;
+  static constexpr int64_t kMaxNfaStates = 200000;
+  static constexpr int64_t kMaxDfaStates = 10000;
+
+  // The state after `byte` from `state`, or kDead.
+  int32_t next(int32_t state, uint8_t byte) const { return next_[static_cast<size_t>(state) * 256 + byte]; }
+  int32_t start() const { return 0; }
+  bool accepting(int32_t state) const { return accepting_[static_cast<size_t>(state)] != 0; }
+  // Whether any byte leads on from state (false: the output is complete there).
+  bool continues(int32_t state) const { return continues_[static_cast<size_t>(state)] != 0; }
+  int64_t num_states() const { return static_cast<int64_t>(accepting_.size()); }
+  // The shortest bytes from state to an accepting state (the smallest byte at each step).
+  std::string completion(int32_t state) const;
+
+  // Builds the automaton; throws Error (kInvalidRequest) "regex: ..." for a pattern the
+  // parser refuses, one past the size caps, one that matches no string, or one that matches
+  // only the empty string (the output could hold nothing but its end).
+  static std::shared_ptr<const CompiledRegex> compile(std::string_view pattern);
+
+ private:
+  std::vector<int32_t> next_;          // [num_states][256]
+  std::vector<uint8_t> accepting_;     // [num_states]
+  std::vector<uint8_t> continues_;     // [num_states]
+  std::vector<int16_t> toward_accept_;  // [num_states] first byte of completion(), -1 when accepting
+};
+
+// The pattern that matches exactly one of `choices` (vLLM's guided_choice): an alternation
+// of the escaped strings. Throws for an empty list or an empty string among them.
+std::string choice_regex(std::span<const std::string> choices);
+
+// The automaton's state after bytes: one table read per byte. Satisfies the grammar-state
+// contract of the token masker (structured/token_mask.h) beside JsonMatcher and
+// SchemaMatcher: advance, advance_to, complete, can_end, in_plain_string, completion.
+class RegexMatcher {
+ public:
+  RegexMatcher() = default;  // a placeholder for the trie walk's levels; not usable
+  explicit RegexMatcher(const CompiledRegex& regex) : regex_(&regex), state_(regex.start()) {}
+
+  bool advance(uint8_t byte) { return advance_to(byte, *this); }
+  // All of bytes or, state unchanged, none.
+  bool advance(std::string_view bytes);
+  bool advance_to(uint8_t byte, RegexMatcher& next) const {
+    const int32_t s = regex_->next(state_, byte);
+    if (s == CompiledRegex::kDead) return false;
+    next.regex_ = regex_;
+    next.state_ = s;
+    return true;
+  }
+  // No byte can follow: the output is a full match and must end.
+  bool complete() const { return !regex_->continues(state_); }
+  // The output so far is a full match: it may end here.
+  bool can_end() const { return regex_->accepting(state_); }
+  bool in_plain_string() const { return false; }
+  std::string completion() const { return regex_->completion(state_); }
+  int32_t state() const { return state_; }
+
+ private:
+  const CompiledRegex* regex_ = nullptr;
+  int32_t state_ = 0;
+};
+
+}  // namespace dspark

@@ -1,0 +1,382 @@
+// Regex-constrained output: the parser's refusals, the automaton against PCRE2 (an
+// independent engine) on full matches and on prefixes of matches, UTF-8 handling,
+// completions, choices, and the token masks of a regex state against the token-by-token
+// reference.
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "structured/grammar_constraint.h"
+#include "structured/json_samples.h"
+#include "structured/regex_dfa.h"
+#include "structured/regex_parser.h"
+#include "structured/token_mask.h"
+#include "tokenizer/tokenizer.h"
+
+namespace dspark {
+namespace {
+
+// PCRE2 with Python's defaults for the supported syntax: UTF-8, ASCII \d \w \s, '.' not
+// matching \n; the pattern anchored at both ends.
+class Pcre2 {
+ public:
+  explicit Pcre2(const std::string& pattern) {
+    const std::string whole = "(?:" + pattern + ")\\z";
+    int error = 0;
+    PCRE2_SIZE offset = 0;
+    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(whole.data()), whole.size(), PCRE2_UTF | PCRE2_ANCHORED,
+                          &error, &offset, nullptr);
+    EXPECT_NE(code_, nullptr) << "PCRE2 refuses " << pattern;
+    data_ = pcre2_match_data_create_from_pattern(code_, nullptr);
+  }
+  ~Pcre2() {
+    pcre2_match_data_free(data_);
+    pcre2_code_free(code_);
+  }
+  // Whether s (valid UTF-8) matches whole / is a prefix of a match.
+  bool full(const std::string& s) const { return run(s, 0) >= 0; }
+  // PCRE2 reports no partial match of an empty subject; every pattern here matches something.
+  bool viable(const std::string& s) const {
+    if (s.empty()) return true;
+    const int rc = run(s, PCRE2_PARTIAL_HARD);
+    return rc >= 0 || rc == PCRE2_ERROR_PARTIAL;
+  }
+
+ private:
+  int run(const std::string& s, uint32_t options) const {
+    return pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), 0, options, data_, nullptr);
+  }
+  pcre2_code* code_ = nullptr;
+  pcre2_match_data* data_ = nullptr;
+};
+
+// The automaton's verdicts on s: a prefix of some match (every byte read), and a full match.
+struct Verdict {
+  bool viable;
+  bool full;
+};
+Verdict run(const CompiledRegex& re, std::string_view s) {
+  RegexMatcher m(re);
+  if (!m.advance(s)) return {false, false};
+  return {true, m.can_end()};
+}
+
+std::string utf8(uint32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<uint8_t>(s[i]);
+    const size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<uint8_t>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+const std::vector<std::string>& oracle_patterns() {
+  static const std::vector<std::string> patterns = {
+      R"(\d{3}-\d{4})",
+      R"((foo|bar)+baz?)",
+      R"([A-Z][a-z]*( [A-Z][a-z]*){0,3})",
+      R"(-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?)",
+      R"([^"\\]*")",
+      R"((a|ab)(c|bcd)(d*))",
+      R"(x{2,5}y?)",
+      R"((?:ab){2,}c?)",
+      R"(\w+@\w+\.(com|org))",
+      R"(.{1,3})",
+      R"([α-ω]+ (é|ü)?)",
+      R"([^a-z]{2})",
+      R"(\s*\S+)",
+      R"((\+|-)?\d+)",
+      R"(\x41\u00e9[\u4e00-\u9fff]+)",
+      R"(^(?P<year>\d{4})-(?<month>0[1-9]|1[0-2])$)",
+      R"(a|b|)",
+      R"([\]\-a-c]+[^\n]?)",
+      R"((yes|no|maybe)(, (yes|no|maybe))*)",
+      R"(\{[^{}]*\}|\[\d+(,\d+)*\])",
+      R"([\x00-\x7f]*)"};
+  return patterns;
+}
+
+// PCRE2 spells \uHHHH and \UHHHHHHHH as \x{...}.
+std::string pcre2_spelling(const std::string& pattern) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '\\' && i + 1 < pattern.size()) {
+      const char c = pattern[i + 1];
+      const size_t digits = c == 'u' ? 4 : c == 'U' ? 8 : 0;
+      out += pattern.substr(i, 2);
+      if (digits > 0) {
+        out.resize(out.size() - 1);
+        out += "x{" + pattern.substr(i + 2, digits) + "}";
+        i += digits;
+      }
+      ++i;
+      continue;
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+// Characters the random strings are drawn from: the ASCII range and some of every length.
+std::vector<uint32_t> alphabet() {
+  std::vector<uint32_t> a;
+  for (uint32_t c = 0x20; c < 0x7F; ++c) a.push_back(c);
+  for (const uint32_t c : {0x0Au, 0x09u, 0x0Bu, 0x00u, 0x7Fu, 0xE9u, 0xFCu, 0x3B1u, 0x3C9u, 0x3B5u, 0x800u,
+                           0x4E00u, 0x9FFFu, 0xFFFDu, 0x10000u, 0x10FFFFu})
+    a.push_back(c);
+  return a;
+}
+
+TEST(Regex, AgreesWithPcre2OnMatchesAndTheirPrefixes) {
+  const std::vector<uint32_t> chars = alphabet();
+  std::mt19937_64 rng(7);
+  for (const std::string& pattern : oracle_patterns()) {
+    SCOPED_TRACE(pattern);
+    std::shared_ptr<const CompiledRegex> re;
+    ASSERT_NO_THROW(re = CompiledRegex::compile(pattern));
+    const Pcre2 oracle(pcre2_spelling(pattern));
+    int num_full = 0, num_viable = 0;
+    // Random walks through the automaton (strings that stay viable), checked at every
+    // character boundary; then random strings, mostly refused.
+    for (int walk = 0; walk < 300; ++walk) {
+      RegexMatcher m(*re);
+      std::string s;
+      const int steps = static_cast<int>(rng() % 24);
+      for (int step = 0; step < steps && !m.complete(); ++step) {
+        std::vector<uint8_t> ok;
+        for (int b = 0; b < 256; ++b)
+          if (RegexMatcher(m).advance(static_cast<uint8_t>(b))) ok.push_back(static_cast<uint8_t>(b));
+        ASSERT_FALSE(ok.empty()) << "a live state with no way on: " << s;
+        // A third of the steps head for a full match, so that walks end in one often.
+        const uint8_t b = rng() % 3 == 0 && !m.can_end() ? static_cast<uint8_t>(m.completion()[0]) : ok[rng() % ok.size()];
+        ASSERT_TRUE(m.advance(b));
+        s += static_cast<char>(b);
+        if (!valid_utf8(s)) continue;
+        ASSERT_TRUE(oracle.viable(s)) << s;
+        ASSERT_EQ(m.can_end(), oracle.full(s)) << s;
+        num_viable += 1;
+        num_full += m.can_end();
+      }
+    }
+    for (int i = 0; i < 3000; ++i) {
+      std::string s;
+      const int n = static_cast<int>(rng() % 8);
+      for (int k = 0; k < n; ++k) s += utf8(chars[rng() % chars.size()]);
+      const Verdict v = run(*re, s);
+      ASSERT_EQ(v.viable, oracle.viable(s)) << "[" << s << "] " << s.size();
+      ASSERT_EQ(v.full, oracle.full(s)) << s;
+      num_full += v.full;
+    }
+    EXPECT_GT(num_full, 10);
+    EXPECT_GT(num_viable, 100);
+  }
+}
+
+TEST(Regex, ReadsBytesAsUtf8AndRefusesWhatIsNot) {
+  const auto any = CompiledRegex::compile(".*");
+  for (const std::string& bad : {std::string("\xff"), std::string("\x80"), std::string("\xc0\x80"),
+                                 std::string("\xed\xa0\x80"), std::string("\xf4\x90\x80\x80"), std::string("\n")}) {
+    EXPECT_FALSE(run(*any, bad).viable) << testing::PrintToString(bad);
+  }
+  EXPECT_TRUE(run(*any, "\xf4\x8f\xbf\xbf").full);  // U+10FFFF
+  EXPECT_TRUE(run(*any, "\xe2\x82").viable);         // the first two bytes of a character
+  EXPECT_FALSE(run(*any, "\xe2\x82").full);
+  const auto accented = CompiledRegex::compile("é+");
+  EXPECT_TRUE(run(*accented, "ééé").full);
+  EXPECT_FALSE(run(*accented, "e").viable);
+  // A negated class covers everything else, surrogates excepted.
+  const auto not_a = CompiledRegex::compile("[^a]");
+  EXPECT_TRUE(run(*not_a, "\xef\xbf\xbd").full);
+  EXPECT_FALSE(run(*not_a, "a").viable);
+  EXPECT_FALSE(run(*not_a, "\xed\xb0\x80").viable);
+}
+
+TEST(Regex, AnyFullMatchMayEndWhileLongerOnesGoOn) {
+  const auto re = CompiledRegex::compile(R"(\d{1,3})");
+  RegexMatcher m(*re);
+  EXPECT_FALSE(m.can_end());
+  EXPECT_FALSE(m.complete());
+  ASSERT_TRUE(m.advance("12"));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_FALSE(m.complete());
+  ASSERT_TRUE(m.advance("3"));
+  EXPECT_TRUE(m.complete());  // nothing may follow the third digit
+  const int32_t before = m.state();
+  EXPECT_FALSE(m.advance("4"));
+  EXPECT_EQ(m.state(), before);  // unchanged by the refused byte
+}
+
+TEST(Regex, CompletionIsAShortestWayToAFullMatch) {
+  const auto re = CompiledRegex::compile(R"(\[(\d+,)*\d+\]|null)");
+  RegexMatcher m(*re);
+  EXPECT_EQ(m.completion(), "[0]");
+  ASSERT_TRUE(m.advance("[12,"));
+  EXPECT_EQ(m.completion(), "0]");
+  std::mt19937_64 rng(3);
+  for (const std::string& pattern : oracle_patterns()) {
+    const auto r = CompiledRegex::compile(pattern);
+    for (int walk = 0; walk < 50; ++walk) {
+      RegexMatcher w(*r);
+      for (int step = static_cast<int>(rng() % 12); step > 0 && !w.complete(); --step) {
+        std::vector<uint8_t> ok;
+        for (int b = 0; b < 256; ++b)
+          if (RegexMatcher(w).advance(static_cast<uint8_t>(b))) ok.push_back(static_cast<uint8_t>(b));
+        ASSERT_TRUE(w.advance(ok[rng() % ok.size()]));
+      }
+      RegexMatcher done = w;
+      ASSERT_TRUE(done.advance(w.completion())) << pattern;
+      EXPECT_TRUE(done.can_end()) << pattern;
+    }
+  }
+}
+
+TEST(Regex, CountsAndQuantifiers) {
+  EXPECT_TRUE(run(*CompiledRegex::compile("a{,2}b"), "aab").full);  // {,m} is {0,m}
+  EXPECT_FALSE(run(*CompiledRegex::compile("a{,2}b"), "aaa").viable);
+  EXPECT_TRUE(run(*CompiledRegex::compile("a{2}"), "aa").full);
+  EXPECT_TRUE(run(*CompiledRegex::compile("a{2,}?"), "aaaa").full);  // lazy: the same strings
+  EXPECT_TRUE(run(*CompiledRegex::compile("a{x}"), "a{x}").full);    // not a count: literal, as in Python
+  EXPECT_TRUE(run(*CompiledRegex::compile("(a*)*b"), "aab").full);   // an empty loop body
+}
+
+TEST(Regex, RefusesWhatItDoesNotSupportWithItsPlace) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"((a)\1)", "unsupported escape '\\1'"},
+      {R"(a\b)", "unsupported escape '\\b'"},
+      {R"(\p{L})", "unsupported escape '\\p'"},
+      {R"((?=a)b)", "lookaround"},
+      {R"((?i)a)", "lookaround, inline flags"},
+      {R"(a++)", "a quantifier after a quantifier"},
+      {R"(a{1001})", "a count above 1000"},
+      {R"(a{3,2})", "maximum is below its minimum"},
+      {R"((ab)", "an unclosed '(' at byte 0"},
+      {R"(ab))", "unbalanced ')' at byte 2"},
+      {R"([ab)", "an unclosed '['"},
+      {R"([z-a])", "a range whose end is below its start"},
+      {R"(a^b)", "an anchor inside the pattern"},
+      {R"(a$b)", "an anchor inside the pattern"},
+      {R"(*a)", "nothing to repeat at byte 0"},
+      {R"(a\)", "a trailing backslash"},
+      {"a\xff", "a byte that is not UTF-8 at byte 1"},
+      {R"(\xZZ)", "a malformed hex escape"},
+      {R"(\ud800)", "not a Unicode scalar value"},
+      {"", "matches only the empty string"},
+      {"a{0}", "matches only the empty string"},
+      {R"([^\x00-\U0010FFFF])", "a class that matches no character"},
+      {"((a{1000}){1000})", "too large"},
+      {"(a|b)*a(a|b){16}", "too complex"},
+      {std::string(regex::kMaxPatternBytes + 1, 'a'), "longer than"},
+  };
+  for (const auto& [pattern, words] : cases) {
+    try {
+      CompiledRegex::compile(pattern);
+      ADD_FAILURE() << "accepted " << pattern.substr(0, 40);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidRequest) << pattern.substr(0, 40);
+      const std::string message = e.message();
+      EXPECT_EQ(message.rfind("regex: ", 0), 0u) << message;
+      EXPECT_NE(message.find(words), std::string::npos) << pattern.substr(0, 40) << ": " << message;
+    }
+  }
+}
+
+TEST(Regex, ChoicesMatchExactlyTheirStrings) {
+  const std::vector<std::string> choices = {"a.b", "c|d", "x*", "yes", "yesterday", "(é)", "[1-2]\n"};
+  const auto re = CompiledRegex::compile(choice_regex(choices));
+  for (const std::string& c : choices) EXPECT_TRUE(run(*re, c).full) << c;
+  for (const std::string& s : {"axb", "c", "d", "xx", "", "é", "1\n", "yesterday!"}) EXPECT_FALSE(run(*re, s).full) << s;
+  RegexMatcher m(*re);
+  ASSERT_TRUE(m.advance("yes"));
+  EXPECT_TRUE(m.can_end());     // "yes" may end here
+  EXPECT_FALSE(m.complete());   // or go on to "yesterday"
+  EXPECT_THROW(choice_regex(std::vector<std::string>{}), Error);
+  EXPECT_THROW(choice_regex(std::vector<std::string>{"a", ""}), Error);
+}
+
+// Token masks of regex states: the trie walk against the reference, EOS wherever a full
+// match may end, only EOS where nothing may follow.
+TEST(Regex, TokenMasksEqualTheReference) {
+  const Tokenizer tok = Tokenizer::from_dir(test::tiny_target_dir());
+  const TokenMasker masker(token_bytes(tok, tok.vocab_size(), test::eos_of(tok)));
+  std::vector<uint64_t> trie(static_cast<size_t>(masker.num_words())), ref(trie.size());
+  const int32_t eos = test::eos_of(tok).at(0);
+  std::mt19937_64 rng(11);
+  for (const std::string& pattern : {std::string(R"(-?(0|[1-9]\d*)(\.\d+)?)"), std::string(R"([A-Z][a-z ]{0,40}\.)"),
+                                     choice_regex(std::vector<std::string>{"positive", "negative", "neutral"}),
+                                     std::string(R"((def|class) [a-z_]+\(.*\):)")}) {
+    SCOPED_TRACE(pattern);
+    const auto re = CompiledRegex::compile(pattern);
+    for (int walk = 0; walk < 20; ++walk) {
+      RegexMatcher m(*re);
+      for (int step = 0; step < 30; ++step) {
+        masker.allowed_tokens(m, trie);
+        reference::allowed_tokens(masker.vocabulary(), m, ref);
+        ASSERT_EQ(trie, ref) << "walk " << walk << " step " << step;
+        EXPECT_EQ(token_mask_allows(trie, eos), m.can_end());
+        std::vector<int32_t> allowed;
+        for (int32_t id = 0; id < masker.num_logits(); ++id)
+          if (token_mask_allows(trie, id) && id != eos) allowed.push_back(id);
+        if (m.complete()) {
+          EXPECT_TRUE(allowed.empty());
+          break;
+        }
+        ASSERT_FALSE(allowed.empty());
+        ASSERT_TRUE(masker.advance(m, allowed[rng() % allowed.size()]));
+      }
+    }
+  }
+}
+
+TEST(Regex, GrammarConstraintCutsDraftsAndMasksRows) {
+  const Tokenizer tok = Tokenizer::from_dir(test::tiny_target_dir());
+  const TokenMasker masker(token_bytes(tok, tok.vocab_size(), test::eos_of(tok)));
+  GrammarConstraint c(masker, CompiledRegex::compile("(yes|no)!"));
+  const std::vector<int32_t> yes = tok.encode("yes!", false), bad = tok.encode("yes?", false);
+  EXPECT_EQ(c.valid_prefix_length(yes), static_cast<int32_t>(yes.size()));
+  EXPECT_LT(c.valid_prefix_length(bad), static_cast<int32_t>(bad.size()));
+  const int64_t vocab = masker.num_logits();
+  std::vector<float> rows(static_cast<size_t>((yes.size() + 1) * vocab), 0.0f);
+  c.mask_rows(rows.data(), vocab, yes);
+  for (size_t j = 0; j <= yes.size(); ++j) {
+    const float* row = rows.data() + j * static_cast<size_t>(vocab);
+    const int64_t kept = std::count_if(row, row + vocab, [](float v) { return v == 0.0f; });
+    EXPECT_GT(kept, 0) << "row " << j;
+    if (j < yes.size()) EXPECT_EQ(row[yes[j]], 0.0f) << "row " << j;
+  }
+  for (const int32_t t : yes) ASSERT_TRUE(c.accept_token(t));
+  EXPECT_TRUE(c.complete());
+}
+
+}  // namespace
+}  // namespace dspark
