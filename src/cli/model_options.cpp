@@ -17,6 +17,8 @@
 #include "kernels/isa.h"
 #include "model/load_quantization.h"
 #include "spec/tail_match.h"
+#include "structured/json_schema.h"
+#include "structured/regex_dfa.h"
 
 namespace dspark::cli {
 
@@ -126,6 +128,54 @@ void add_generation_options(CLI::App* cmd, GenerationOptions& g) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", g.ignore_eos, "Continue past the end-of-sequence token");
+  add_output_format_options(cmd, g);
+}
+
+// The structured-output constraints, one at most: each compiles at parse time, so a bad
+// pattern or schema is a usage error naming the option.
+void add_output_format_options(CLI::App* cmd, GenerationOptions& g) {
+  const auto compiled = [](const char* option, auto compile) {
+    try {
+      return compile();
+    } catch (const Error& e) {
+      std::string_view message = e.message();  // "regex: ..." / "json_schema: ...": the option says which
+      if (const size_t colon = message.find(": "); colon != std::string_view::npos && colon < 12)
+        message.remove_prefix(colon + 2);
+      throw CLI::ValidationError(option, std::string(message));
+    }
+  };
+  CLI::Option* regex = cmd->add_option_function<std::string>(
+      "--regex",
+      [&g, compiled](const std::string& pattern) {
+        g.regex = compiled("--regex", [&] { return CompiledRegex::compile(pattern); });
+        g.response_format = ResponseFormat::kRegex;
+      },
+      "The output must match this regular expression whole (Python's syntax; constrained decoding)");
+  CLI::Option* choice = cmd->add_option_function<std::vector<std::string>>(
+      "--choice",
+      [&g, compiled](const std::vector<std::string>& choices) {
+        g.regex = compiled("--choice", [&] { return CompiledRegex::compile(choice_regex(choices)); });
+        g.response_format = ResponseFormat::kRegex;
+      },
+      "The output is one of these strings (repeatable; constrained decoding)");
+  CLI::Option* schema = cmd->add_option_function<std::string>(
+      "--json-schema",
+      [&g, compiled](const std::string& path) {
+        std::ifstream in(path);
+        if (!in.good()) throw CLI::ValidationError("--json-schema", "cannot read " + path);
+        const auto text = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+        if (text.is_discarded()) throw CLI::ValidationError("--json-schema", path + " is not JSON");
+        g.json_schema = compiled("--json-schema", [&] { return compile_json_schema(text); });
+        g.response_format = ResponseFormat::kJsonSchema;
+      },
+      "The output is a JSON value valid under the JSON Schema in this file (constrained decoding)");
+  CLI::Option* object = cmd->add_flag_function(
+      "--json-object", [&g](int64_t) { g.response_format = ResponseFormat::kJsonObject; },
+      "The output is a JSON object (constrained decoding)");
+  const std::vector<CLI::Option*> formats = {regex, choice, schema, object};
+  for (CLI::Option* a : formats)
+    for (CLI::Option* b : formats)
+      if (a != b) a->excludes(b);
 }
 
 void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "server/openai_protocol.h"
+#include "server/request_fields.h"
+#include "server/structured_outputs.h"
 #include "server/tool_choice.h"
 #include "structured/json_schema.h"
 
@@ -14,83 +16,10 @@ namespace dspark {
 namespace {
 
 using nlohmann::json;
-
-// The JSON type of a value, in the words error messages use (json and ordered_json alike).
-const char* type_name(nlohmann::detail::value_t type) {
-  switch (type) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "integer";
-    case json::value_t::number_float: return "number";
-    case json::value_t::string: return "string";
-    case json::value_t::array: return "array";
-    case json::value_t::object: return "object";
-    default: return "value";
-  }
-}
-
-template <typename Json>
-ApiError wrong_type(const std::string& field, const char* expected, const Json& got) {
-  return ApiError::bad_request(fmt::format("'{}' must be {}, got {}", field, expected, type_name(got.type())), field,
-                               "invalid_type");
-}
-
-// Reads the optional fields of one JSON object; null counts as absent.
-class Fields {
- public:
-  Fields(const json& object, std::string prefix = {}) : object_(object), prefix_(std::move(prefix)) {}
-
-  const json* get(const char* key) const {
-    auto it = object_.find(key);
-    if (it == object_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-  std::string name(const char* key) const { return prefix_ + key; }
-
-  std::optional<bool> boolean(const char* key) const {
-    const json* v = get(key);
-    if (!v) return std::nullopt;
-    if (!v->is_boolean()) throw wrong_type(name(key), "a boolean", *v);
-    return v->get<bool>();
-  }
-  std::optional<double> number(const char* key) const {
-    const json* v = get(key);
-    if (!v) return std::nullopt;
-    if (!v->is_number()) throw wrong_type(name(key), "a number", *v);
-    const double d = v->get<double>();
-    if (!std::isfinite(d)) throw ApiError::bad_request(fmt::format("'{}' must be finite", name(key)), name(key));
-    return d;
-  }
-  // Integers; a float with an integral value (16.0) is accepted as its integer.
-  std::optional<int64_t> integer(const char* key) const {
-    const json* v = get(key);
-    if (!v) return std::nullopt;
-    if (v->is_number_unsigned()) {
-      const uint64_t u = v->get<uint64_t>();
-      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        throw ApiError::bad_request(fmt::format("'{}' is too large", name(key)), name(key));
-      }
-      return static_cast<int64_t>(u);
-    }
-    if (v->is_number_integer()) return v->get<int64_t>();
-    if (v->is_number_float()) {
-      const double d = v->get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18) return static_cast<int64_t>(d);
-    }
-    throw wrong_type(name(key), "an integer", *v);
-  }
-  std::optional<std::string> string(const char* key) const {
-    const json* v = get(key);
-    if (!v) return std::nullopt;
-    if (!v->is_string()) throw wrong_type(name(key), "a string", *v);
-    return v->get<std::string>();
-  }
-
- private:
-  const json& object_;
-  std::string prefix_;
-};
+using request_fields::Fields;
+using request_fields::type_name;
+using request_fields::unsupported;
+using request_fields::wrong_type;
 
 // nlohmann's messages read "[json.exception.parse_error.101] parse error at line 1, column
 // 5: syntax error while parsing value - invalid literal; last read: '...'": the client
@@ -100,10 +29,6 @@ std::string json_error_text(const json::exception& e) {
   if (m.rfind("[json.exception.", 0) == 0 && m.find("] ") != std::string_view::npos) m.remove_prefix(m.find("] ") + 2);
   if (const size_t last_read = m.find("; last read"); last_read != std::string_view::npos) m = m.substr(0, last_read);
   return std::string(m);
-}
-
-ApiError unsupported(const std::string& field, const std::string& what) {
-  return ApiError::bad_request(fmt::format("'{}': {} is not supported", field, what), field, "unsupported_parameter");
 }
 
 std::vector<int32_t> token_ids(const json& list, const std::string& field) {
@@ -427,13 +352,8 @@ void parse_json_schema_format(const json& format, std::string_view text, ParsedR
   // Properties are generated in the declared order, which `json` (sorted keys) has lost:
   // the schema is read again from the text with its key order kept.
   const nlohmann::ordered_json body = nlohmann::ordered_json::parse(text);
-  try {
-    r.options.json_schema = compile_json_schema(body["response_format"]["json_schema"]["schema"]);
-  } catch (const Error& e) {
-    std::string_view message = e.message();
-    if (message.starts_with("json_schema: ")) message.remove_prefix(13);
-    throw ApiError::bad_request(fmt::format("'response_format.json_schema.schema': {}", message), param);
-  }
+  r.options.json_schema = compile_request_schema(body["response_format"]["json_schema"]["schema"],
+                                                 "response_format.json_schema.schema", param);
   r.options.response_format = ResponseFormat::kJsonSchema;
 }
 
@@ -483,6 +403,7 @@ ParsedRequest parse_request(std::string_view text, Endpoint endpoint) {
       throw unsupported("response_format", fmt::format("response_format {}", type->dump()));
     }
   }
+  parse_structured_outputs(body, text, r);
 
   // max_completion_tokens supersedes the older max_tokens (both are accepted).
   const char* max_key = f.get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "server/openai_protocol.h"
+#include "server/structured_outputs.h"
 
 namespace dspark {
 namespace {
@@ -47,13 +48,7 @@ Tool read_tool(const ordered_json& tool, size_t i) {
 
 // The compiled schema; an error names `field` (the client's words for where it came from).
 std::shared_ptr<const CompiledJsonSchema> compile(const ordered_json& schema, const std::string& field) {
-  try {
-    return compile_json_schema(schema);
-  } catch (const Error& e) {
-    std::string_view message = e.message();
-    if (message.starts_with("json_schema: ")) message.remove_prefix(13);
-    throw bad(fmt::format("'{}': {}", field, message), field);
-  }
+  return compile_request_schema(schema, field, field);
 }
 
 // A tool's schema moved to /$defs/<key> of a larger document: its local refs ("#...")

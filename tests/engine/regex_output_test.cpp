@@ -1,0 +1,118 @@
+// Regex and choice outputs through the engine (ResponseFormat::kRegex): every output is a
+// full match when it finishes ("stop": at EOS where a match may end, or where nothing may
+// follow), a prefix of one when cut by max_tokens; and speculative decoding (n-gram drafts
+// cut at the first refused one; the DSpark drafter on the shipped model, drafting among the
+// tokens the regex allows) gives exactly the plain constrained tokens, greedy and seeded.
+#include <filesystem>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "spec/ngram_proposer.h"
+#include "spec/proposer_factory.h"
+#include "structured/regex_dfa.h"
+#include "support/engine_requests.h"
+
+namespace dspark {
+namespace {
+
+using testing::run_all;
+
+GenerationOptions regex_options(const std::string& pattern, int64_t max_tokens) {
+  GenerationOptions g = testing::greedy(max_tokens);
+  g.ignore_eos = false;
+  g.response_format = ResponseFormat::kRegex;
+  g.regex = CompiledRegex::compile(pattern);
+  return g;
+}
+
+// Whether text is a full match of / a prefix of a match of the compiled regex.
+bool full_match(const CompiledRegex& re, const std::string& text) {
+  RegexMatcher m(re);
+  return m.advance(text) && m.can_end();
+}
+bool match_prefix(const CompiledRegex& re, const std::string& text) { return RegexMatcher(re).advance(text); }
+
+TEST(RegexOutput, RandomModelOutputsMatchAndSpeculationKeepsThem) {
+  const auto dir = testing::write_tiny_engine_model("regex-output", 47, 2);
+  auto model = testing::load_tiny_engine_model(dir);
+  const Tokenizer tok = Tokenizer::from_dir(dir);
+  std::vector<std::vector<int32_t>> ps;
+  for (int i = 0; i < 6; ++i) ps.push_back(testing::repetitive_prompt(300 + i));
+  Engine plain(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64});
+  Engine ngram(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 64},
+               std::make_unique<NgramProposer>(NgramOptions{1, 4, 6}));
+  // Bounded patterns: every output finishes as a full match. An unbounded one: outputs
+  // cut by max_tokens are still prefixes of a match.
+  for (const std::string pattern : {std::string(R"([a-f]{3,9}-\d{1,4}(\.\d\d)?)"),
+                                    choice_regex(std::vector<std::string>{"alpha", "beta", "alphabet", "gamma ray"}),
+                                    std::string(R"(([A-Z][a-z]+ )+[0-9]+)")}) {
+    SCOPED_TRACE(pattern);
+    const bool bounded = pattern.find('+') == std::string::npos;
+    const GenerationOptions g = regex_options(pattern, 40);
+    std::vector<std::vector<int32_t>> reference;
+    for (const auto& p : ps) {
+      const GenerationResult r = generate_one(plain, p, g);
+      if (bounded) {
+        EXPECT_EQ(r.finish_reason, FinishReason::kStop) << r.text;
+        EXPECT_TRUE(full_match(*g.regex, r.text)) << r.text;
+      } else {
+        EXPECT_TRUE(r.finish_reason == FinishReason::kLength ? match_prefix(*g.regex, r.text)
+                                                             : full_match(*g.regex, r.text))
+            << r.text;
+      }
+      reference.push_back(r.tokens);
+    }
+    EXPECT_EQ(run_all(plain, ps, g), reference);  // batched as one step: the same tokens
+    EXPECT_EQ(run_all(ngram, ps, g), reference);
+  }
+}
+
+TEST(RegexOutput, TheShippedModelMatchesAndTheDrafterChangesNothing) {
+  const std::filesystem::path models = std::filesystem::path(DSPARK_SOURCE_DIR) / "models";
+  const std::filesystem::path target_dir = models / "tiny-target";
+  if (!std::filesystem::exists(target_dir / "model.safetensors")) GTEST_SKIP() << "models/tiny-target missing";
+  SpeculatorOptions so;
+  so.speculator = (models / "tiny-target-dspark").string();
+  so.max_running = 4;
+  const SpeculatorPlan plan(so, ModelConfig::from_file(target_dir / "config.json"));
+  TransformerOptions to;
+  to.max_batch_tokens = 128;
+  to.max_sequences = 4;
+  to.capture_layers = plan.capture_layers();
+  auto model = Transformer::load(target_dir, to);
+  const Tokenizer tok = Tokenizer::from_dir(target_dir);
+  std::vector<std::vector<int32_t>> ps;
+  for (const char* text : {"Question: Natalia sold 48 clips in April and half as many in May. How many in May?\nAnswer:",
+                           "def add(a, b):\n", "Question: Is the sky blue?\nAnswer:"}) {
+    ps.push_back(tok.encode(text, true));
+  }
+  Engine plain(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 128});
+  Engine spec(*model, tok, EngineOptions{.max_running = 4, .max_batch_tokens = 128}, plan.build(*model));
+  for (const std::string pattern : {std::string(R"( [A-Z][^\n]{0,80}\.)"), std::string(R"(    return [a-z +*]{1,20}\n)"),
+                                    choice_regex(std::vector<std::string>{" Yes.", " No.", " Yes, it is."})}) {
+    SCOPED_TRACE(pattern);
+    GenerationOptions g = regex_options(pattern, 120);
+    std::vector<std::vector<int32_t>> reference;
+    for (const auto& p : ps) {
+      const GenerationResult r = generate_one(plain, p, g);
+      EXPECT_EQ(r.finish_reason, FinishReason::kStop) << r.text;
+      EXPECT_TRUE(full_match(*g.regex, r.text)) << r.text;
+      reference.push_back(r.tokens);
+    }
+    const int64_t drafts_before = spec.spec_metrics().num_drafts;
+    EXPECT_EQ(run_all(spec, ps, g), reference);
+    EXPECT_GT(spec.spec_metrics().num_drafts, drafts_before);
+    // Seeded sampling draws the same tokens at every position with or without drafts.
+    g.sampling.temperature = 1.0f;
+    g.sampling.seed = 17;
+    g.sampling.position_keyed = true;
+    const auto sampled = run_all(plain, ps, g);
+    for (const auto& t : sampled) EXPECT_TRUE(full_match(*g.regex, tok.decode(t))) << tok.decode(t);
+    EXPECT_EQ(run_all(spec, ps, g), sampled);
+  }
+}
+
+}  // namespace
+}  // namespace dspark
