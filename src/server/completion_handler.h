@@ -82,6 +82,7 @@ class CompletionHandler {
   const std::string model_name_;
   const double heartbeat_seconds_;
   ResponseTracker& tracker_;
+  const int32_t max_token_bytes_;  // the longest text token of the vocabulary
   std::mutex rng_mu_;
   std::mt19937_64 rng_;
 };

@@ -1,5 +1,7 @@
 #include "structured/grammar_constraint.h"
 
+#include <type_traits>
+
 #include "core/check.h"
 
 namespace dspark {
@@ -17,6 +19,16 @@ GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<
     : masker_(&masker), regex_(std::move(regex)), bits_(static_cast<size_t>(masker.num_words())) {
   DSPARK_CHECK(regex_ != nullptr, "GrammarConstraint: no compiled regex");
   matcher_ = RegexMatcher(*regex_);
+  regex_masks_ = std::make_unique<RegexTokenMasks>(masker, *regex_);
+}
+
+template <class Matcher>
+void GrammarConstraint::fill_allowed(const Matcher& m) {
+  if constexpr (std::is_same_v<Matcher, RegexMatcher>) {
+    regex_masks_->allowed_tokens(m, bits_);
+  } else {
+    masker_->allowed_tokens(m, bits_);
+  }
 }
 
 const JsonMatcher& GrammarConstraint::matcher() const {
@@ -67,7 +79,7 @@ GrammarConstraint::State GrammarConstraint::state_after(std::span<const int32_t>
 
 std::span<const uint64_t> GrammarConstraint::allowed_tokens(std::span<const int32_t> drafts_before) {
   const State state = state_after(drafts_before);
-  std::visit([&](const auto& m) { masker_->allowed_tokens(m, bits_); }, state);
+  std::visit([&](const auto& m) { fill_allowed(m); }, state);
   return bits_;
 }
 
@@ -83,7 +95,7 @@ void GrammarConstraint::mask_rows(float* logits, int64_t row_stride, std::span<c
       [&](const auto& state) {
         auto m = state;
         for (size_t j = 0; j <= drafts.size(); ++j) {
-          masker_->allowed_tokens(m, bits_);
+          fill_allowed(m);
           apply_token_mask(bits_, logits + static_cast<int64_t>(j) * row_stride, masker_->num_logits());
           if (j == drafts.size()) break;
           DSPARK_CHECK(masker_->advance(m, drafts[j]),

@@ -20,7 +20,8 @@
 // any full match that could still go on (can_end(): EOS allowed beside more text).
 //
 // Holds a pointer to the masker, which must outlive it, and shares ownership of the
-// schema or automaton. Not thread-safe; one per request. No allocation after construction.
+// schema or automaton. Not thread-safe; one per request. No allocation after construction
+// (a regex's: once for each class of its states that the output reaches, RegexTokenMasks).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,7 @@
 #include "structured/json_matcher.h"
 #include "structured/json_schema.h"
 #include "structured/regex_dfa.h"
+#include "structured/regex_token_masks.h"
 #include "structured/schema_matcher.h"
 #include "structured/token_mask.h"
 
@@ -75,10 +77,14 @@ class GrammarConstraint final : public TokenGrammar {
  private:
   using State = std::variant<JsonMatcher, SchemaMatcher, RegexMatcher>;
   State state_after(std::span<const int32_t> drafts) const;  // throws on an invalid draft
+  // bits_ = the allowed ids after m (a regex's through regex_masks_).
+  template <class Matcher>
+  void fill_allowed(const Matcher& m);
 
   const TokenMasker* masker_;
   std::shared_ptr<const CompiledJsonSchema> schema_;  // json_schema: what matcher_ points into
   std::shared_ptr<const CompiledRegex> regex_;        // regex: likewise
+  std::unique_ptr<RegexTokenMasks> regex_masks_;      // regex: its states' masks, each class walked once
   State matcher_;
   std::vector<uint64_t> bits_;  // [masker.num_words()] scratch for one mask
 };

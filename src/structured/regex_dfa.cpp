@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
-#include <map>
+#include <unordered_map>
 #include <utility>
 
 #include "core/check.h"
@@ -182,14 +182,25 @@ class NfaBuilder {
   std::vector<NfaState> states_;
 };
 
-// Subset construction over byte classes; returns [num_states][256] transitions (state 0
-// the start) and the accepting flags. Dead ends are still in; prune() removes them.
+// Subset construction over byte classes: [num_states][num_classes] transitions (state 0
+// the start) and the accepting flags. Dead ends are still in; compile() prunes them.
 struct RawDfa {
+  std::array<uint8_t, 256> class_of{};
+  int32_t num_classes = 0;
   std::vector<int32_t> next;
   std::vector<uint8_t> accepting;
 };
 
+struct SetHash {
+  size_t operator()(const std::vector<int32_t>& v) const {
+    size_t h = v.size();
+    for (const int32_t x : v) h = (h ^ static_cast<size_t>(x)) * 0x100000001b3ull;
+    return h;
+  }
+};
+
 RawDfa determinize(const std::vector<NfaState>& nfa, int32_t start, int32_t final_state) {
+  RawDfa dfa;
   // Bytes that no edge tells apart share a class: one transition computed per class.
   std::array<bool, 257> cut{};
   for (const NfaState& s : nfa) {
@@ -197,12 +208,13 @@ RawDfa determinize(const std::vector<NfaState>& nfa, int32_t start, int32_t fina
     cut[s.bytes.first] = true;
     cut[static_cast<size_t>(s.bytes.second) + 1] = true;
   }
-  std::array<int32_t, 256> class_of{};
   std::vector<uint8_t> representative;
   for (int b = 0; b < 256; ++b) {
     if (b == 0 || cut[static_cast<size_t>(b)]) representative.push_back(static_cast<uint8_t>(b));
-    class_of[static_cast<size_t>(b)] = static_cast<int32_t>(representative.size()) - 1;
+    dfa.class_of[static_cast<size_t>(b)] = static_cast<uint8_t>(representative.size() - 1);
   }
+  const size_t num_classes = representative.size();
+  dfa.num_classes = static_cast<int32_t>(num_classes);
   std::vector<uint32_t> seen(nfa.size(), 0);
   uint32_t generation = 0;
   std::vector<int32_t> stack;
@@ -225,34 +237,32 @@ RawDfa determinize(const std::vector<NfaState>& nfa, int32_t start, int32_t fina
     std::sort(set.begin(), set.end());
     return set;
   };
-  std::map<std::vector<int32_t>, int32_t> ids;
-  std::vector<std::vector<int32_t>> sets;
-  RawDfa dfa;
+  std::unordered_map<std::vector<int32_t>, int32_t, SetHash> ids;
+  std::vector<const std::vector<int32_t>*> sets;  // [dfa state] its NFA set (a key of ids)
   auto id_of = [&](std::vector<int32_t> set) {
     if (set.empty()) return CompiledRegex::kDead;
-    const auto [it, inserted] = ids.try_emplace(set, static_cast<int32_t>(sets.size()));
+    const auto [it, inserted] = ids.try_emplace(std::move(set), static_cast<int32_t>(sets.size()));
     if (inserted) {
       DSPARK_CHECK_REQUEST(static_cast<int64_t>(sets.size()) < CompiledRegex::kMaxDfaStates,
                            "regex: too complex (more than {} automaton states)", CompiledRegex::kMaxDfaStates);
-      dfa.accepting.push_back(std::binary_search(set.begin(), set.end(), final_state) ? 1 : 0);
-      sets.push_back(std::move(set));
+      dfa.accepting.push_back(std::binary_search(it->first.begin(), it->first.end(), final_state) ? 1 : 0);
+      sets.push_back(&it->first);
     }
     return it->second;
   };
   id_of(closure({start}));
-  std::vector<int32_t> by_class(representative.size());
+  std::vector<std::vector<int32_t>> moved(num_classes);
   for (size_t d = 0; d < sets.size(); ++d) {
-    for (size_t c = 0; c < representative.size(); ++c) {
-      const uint8_t b = representative[c];
-      std::vector<int32_t> moved;
-      for (const int32_t s : sets[d]) {
-        const NfaState& n = nfa[static_cast<size_t>(s)];
-        if (n.to >= 0 && n.bytes.first <= b && b <= n.bytes.second) moved.push_back(n.to);
-      }
-      by_class[c] = moved.empty() ? CompiledRegex::kDead : id_of(closure(std::move(moved)));
+    for (auto& m : moved) m.clear();
+    for (const int32_t s : *sets[d]) {  // each edge's target joins every class its range covers
+      const NfaState& n = nfa[static_cast<size_t>(s)];
+      if (n.to < 0) continue;
+      for (size_t c = dfa.class_of[n.bytes.first]; c <= dfa.class_of[n.bytes.second]; ++c) moved[c].push_back(n.to);
     }
-    dfa.next.resize((d + 1) * 256);
-    for (int b = 0; b < 256; ++b) dfa.next[d * 256 + static_cast<size_t>(b)] = by_class[static_cast<size_t>(class_of[static_cast<size_t>(b)])];
+    dfa.next.resize((d + 1) * num_classes);
+    for (size_t c = 0; c < num_classes; ++c) {
+      dfa.next[d * num_classes + c] = moved[c].empty() ? CompiledRegex::kDead : id_of(closure(moved[c]));
+    }
   }
   return dfa;
 }
@@ -265,12 +275,14 @@ std::shared_ptr<const CompiledRegex> CompiledRegex::compile(std::string_view pat
   const NfaBuilder::Fragment whole = builder.build(tree.root);
   const RawDfa raw = determinize(builder.states(), whole.in, whole.out);
   const auto num_raw = static_cast<int32_t>(raw.accepting.size());
+  const auto num_classes = static_cast<size_t>(raw.num_classes);
+  auto raw_next = [&](int32_t s, size_t c) { return raw.next[static_cast<size_t>(s) * num_classes + c]; };
 
   // Live states: an accepting state is reachable from them.
   std::vector<std::vector<int32_t>> into(static_cast<size_t>(num_raw));
   for (int32_t s = 0; s < num_raw; ++s)
-    for (int b = 0; b < 256; ++b) {
-      const int32_t t = raw.next[static_cast<size_t>(s) * 256 + static_cast<size_t>(b)];
+    for (size_t c = 0; c < num_classes; ++c) {
+      const int32_t t = raw_next(s, c);
       if (t != kDead && (into[static_cast<size_t>(t)].empty() || into[static_cast<size_t>(t)].back() != s))
         into[static_cast<size_t>(t)].push_back(s);
     }
@@ -297,23 +309,25 @@ std::shared_ptr<const CompiledRegex> CompiledRegex::compile(std::string_view pat
   std::vector<int32_t> order{0};
   id[0] = 0;
   for (size_t i = 0; i < order.size(); ++i)
-    for (int b = 0; b < 256; ++b) {
-      const int32_t t = raw.next[static_cast<size_t>(order[i]) * 256 + static_cast<size_t>(b)];
+    for (size_t c = 0; c < num_classes; ++c) {
+      const int32_t t = raw_next(order[i], c);
       if (t == kDead || !live[static_cast<size_t>(t)] || id[static_cast<size_t>(t)] != kDead) continue;
       id[static_cast<size_t>(t)] = static_cast<int32_t>(order.size());
       order.push_back(t);
     }
   auto dfa = std::make_shared<CompiledRegex>();
   const size_t n = order.size();
-  dfa->next_.assign(n * 256, kDead);
+  dfa->byte_class_ = raw.class_of;
+  dfa->num_byte_classes_ = raw.num_classes;
+  dfa->next_.assign(n * num_classes, kDead);
   dfa->accepting_.resize(n);
   dfa->continues_.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     dfa->accepting_[i] = raw.accepting[static_cast<size_t>(order[i])];
-    for (int b = 0; b < 256; ++b) {
-      const int32_t t = raw.next[static_cast<size_t>(order[i]) * 256 + static_cast<size_t>(b)];
+    for (size_t c = 0; c < num_classes; ++c) {
+      const int32_t t = raw_next(order[i], c);
       if (t == kDead || !live[static_cast<size_t>(t)]) continue;
-      dfa->next_[i * 256 + static_cast<size_t>(b)] = id[static_cast<size_t>(t)];
+      dfa->next_[i * num_classes + c] = id[static_cast<size_t>(t)];
       dfa->continues_[i] = 1;
     }
   }
@@ -324,8 +338,8 @@ std::shared_ptr<const CompiledRegex> CompiledRegex::compile(std::string_view pat
   std::vector<int32_t> dist(n, -1);
   std::vector<std::vector<int32_t>> back(n);
   for (size_t s = 0; s < n; ++s)
-    for (int b = 0; b < 256; ++b) {
-      const int32_t t = dfa->next_[s * 256 + static_cast<size_t>(b)];
+    for (size_t c = 0; c < num_classes; ++c) {
+      const int32_t t = dfa->next_[s * num_classes + c];
       if (t != kDead) back[static_cast<size_t>(t)].push_back(static_cast<int32_t>(s));
     }
   for (size_t s = 0; s < n; ++s)
@@ -346,7 +360,7 @@ std::shared_ptr<const CompiledRegex> CompiledRegex::compile(std::string_view pat
   for (size_t s = 0; s < n; ++s) {
     if (dfa->accepting_[s]) continue;
     for (int b = 0; b < 256; ++b) {
-      const int32_t t = dfa->next_[s * 256 + static_cast<size_t>(b)];
+      const int32_t t = dfa->next(static_cast<int32_t>(s), static_cast<uint8_t>(b));
       if (t != kDead && dist[static_cast<size_t>(t)] == dist[s] - 1) {
         dfa->toward_accept_[s] = static_cast<int16_t>(b);
         break;
@@ -354,6 +368,60 @@ std::shared_ptr<const CompiledRegex> CompiledRegex::compile(std::string_view pat
     }
   }
   return dfa;
+}
+
+std::shared_ptr<const std::vector<int32_t>> CompiledRegex::lookahead_classes(int32_t max_bytes) const {
+  std::lock_guard lock(lookahead_mu_);
+  for (const auto& [bytes, classes] : lookahead_)
+    if (bytes == max_bytes) return classes;
+  lookahead_.emplace_back(max_bytes, std::make_shared<const std::vector<int32_t>>(compute_lookahead_classes(max_bytes)));
+  return lookahead_.back().second;
+}
+
+std::vector<int32_t> CompiledRegex::compute_lookahead_classes(int32_t max_bytes) const {
+  const size_t n = accepting_.size();
+  const auto num_classes = static_cast<size_t>(num_byte_classes_);
+  const size_t width = num_classes + 1;
+  std::vector<int32_t> cls(n, 0), next_cls(n);
+  // Round r: states of one class read the same strings of up to r bytes. A state's key is
+  // its class and its successors' classes; equal keys share the next round's class. Keys
+  // live in one flat array, found through an open-addressing table of representatives (no
+  // allocation per state: a counted run has thousands of states and tokens tens of bytes).
+  std::vector<int32_t> keys(n * width);
+  size_t table_size = 1;
+  while (table_size < 2 * n) table_size *= 2;
+  std::vector<int32_t> table(table_size);
+  int32_t count = 1;
+  for (int32_t round = 0; round < max_bytes; ++round) {
+    std::fill(table.begin(), table.end(), -1);
+    int32_t new_count = 0;
+    for (size_t s = 0; s < n; ++s) {
+      int32_t* key = keys.data() + s * width;
+      key[0] = cls[s];
+      uint64_t h = static_cast<uint64_t>(cls[s]) * 0x9E3779B97F4A7C15ull;
+      for (size_t c = 0; c < num_classes; ++c) {
+        const int32_t t = next_[s * num_classes + c];
+        key[c + 1] = t == kDead ? -1 : cls[static_cast<size_t>(t)];
+        h = (h ^ static_cast<uint64_t>(static_cast<uint32_t>(key[c + 1]))) * 0x100000001B3ull;
+      }
+      for (size_t slot = (h ^ (h >> 29)) & (table_size - 1);; slot = (slot + 1) & (table_size - 1)) {
+        const int32_t rep = table[slot];
+        if (rep < 0) {
+          table[slot] = static_cast<int32_t>(s);
+          next_cls[s] = new_count++;
+          break;
+        }
+        if (std::equal(key, key + width, keys.data() + static_cast<size_t>(rep) * width)) {
+          next_cls[s] = next_cls[static_cast<size_t>(rep)];
+          break;
+        }
+      }
+    }
+    cls.swap(next_cls);
+    if (new_count == count) break;  // nothing split: every later round is the same
+    count = new_count;
+  }
+  return cls;
 }
 
 std::string CompiledRegex::completion(int32_t state) const {

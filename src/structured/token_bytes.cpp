@@ -130,4 +130,14 @@ TokenBytes token_bytes(const Tokenizer& tokenizer, int64_t num_logits,
   return out;
 }
 
+int32_t max_text_token_bytes(const TokenBytes& vocabulary) {
+  size_t most = 0;
+  for (int64_t id = 0; id < vocabulary.size(); ++id) {
+    if (vocabulary.roles[static_cast<size_t>(id)] == TokenRole::kText) {
+      most = std::max(most, vocabulary.bytes[static_cast<size_t>(id)].size());
+    }
+  }
+  return static_cast<int32_t>(most);
+}
+
 }  // namespace dspark

@@ -53,4 +53,7 @@ struct TokenBytes {
 TokenBytes token_bytes(const Tokenizer& tokenizer, int64_t num_logits,
                        std::span<const int32_t> eos_ids);
 
+// The most bytes of any kText token.
+int32_t max_text_token_bytes(const TokenBytes& vocabulary);
+
 }  // namespace dspark

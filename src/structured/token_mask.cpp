@@ -47,6 +47,7 @@ TokenMasker::TokenMasker(TokenBytes vocabulary) : vocabulary_(std::move(vocabula
   for (int32_t id = 0; id < n; ++id) {
     if (vocabulary_.roles[id] == TokenRole::kText) all.push_back(id);
   }
+  max_token_bytes_ = max_text_token_bytes(vocabulary_);
   all_ = TokenTrie(vocabulary_, all);
   non_plain_ = TokenTrie(vocabulary_, text_ids(vocabulary_, false));
   plain_.assign(static_cast<size_t>(num_words()), 0);

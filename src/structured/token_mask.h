@@ -44,9 +44,11 @@ class TokenMasker {
   int64_t num_logits() const { return vocabulary_.size(); }
   int64_t num_words() const { return token_mask_words(num_logits()); }
   const TokenBytes& vocabulary() const { return vocabulary_; }
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+  int32_t max_token_bytes() const { return max_token_bytes_; }  // the longest text token
 
   // mask: [num_words()] overwritten with the allowed ids after state.
-  // Matcher: JsonMatcher or SchemaMatcher (both instantiated in token_mask.cpp).
+  // Matcher: JsonMatcher, SchemaMatcher or RegexMatcher (instantiated in token_mask.cpp).
   template <class Matcher>
   void allowed_tokens(const Matcher& state, std::span<uint64_t> mask) const;
 
@@ -61,6 +63,7 @@ class TokenMasker {
   TokenTrie non_plain_;                  // the text tokens that are not plain
   std::vector<uint64_t> plain_;          // [num_words] the plain tokens
   std::vector<int32_t> eos_ids_;
+  int32_t max_token_bytes_ = 0;
 };
 
 namespace reference {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "structured/json_samples.h"
 #include "structured/regex_dfa.h"
 #include "structured/regex_parser.h"
+#include "structured/regex_token_masks.h"
 #include "structured/token_mask.h"
 #include "tokenizer/tokenizer.h"
 
@@ -356,6 +358,50 @@ TEST(Regex, TokenMasksEqualTheReference) {
       }
     }
   }
+}
+
+// The per-request masks (one trie walk per lookahead class) give the masker's own bits at
+// every state of random token walks, with far fewer walks than states asked.
+TEST(Regex, MasksSharedByLookaheadClassesEqualTheMaskersOwn) {
+  const Tokenizer tok = Tokenizer::from_dir(test::tiny_target_dir());
+  const TokenMasker masker(token_bytes(tok, tok.vocab_size(), test::eos_of(tok)));
+  std::vector<uint64_t> cached(static_cast<size_t>(masker.num_words())), direct(cached.size());
+  std::mt19937_64 rng(13);
+  for (const std::string pattern : {std::string(R"([A-Z][^\n]{0,120}\.)"), std::string(R"(\w+( \w+)*)"),
+                                    std::string(R"(\d{1,40})"), std::string(R"((ab|cd){0,30}e?)")}) {
+    SCOPED_TRACE(pattern);
+    const auto re = CompiledRegex::compile(pattern);
+    RegexTokenMasks masks(masker, *re);
+    int64_t asked = 0;
+    for (int walk = 0; walk < 12; ++walk) {
+      RegexMatcher m(*re);
+      for (int step = 0; step < 60; ++step) {
+        masks.allowed_tokens(m, cached);
+        masker.allowed_tokens(m, direct);
+        ++asked;
+        ASSERT_EQ(cached, direct) << "walk " << walk << " step " << step;
+        std::vector<int32_t> allowed;
+        for (int32_t id = 0; id < masker.num_logits(); ++id)
+          if (token_mask_allows(direct, id) && !std::count(masker.eos_ids().begin(), masker.eos_ids().end(), id))
+            allowed.push_back(id);
+        if (allowed.empty()) break;
+        ASSERT_TRUE(masker.advance(m, allowed[rng() % allowed.size()]));
+      }
+    }
+    EXPECT_LT(masks.num_walks() * 3, asked) << masks.num_walks() << " walks for " << asked << " masks";
+  }
+}
+
+TEST(Regex, LookaheadClassesSeparateOnlyWhatShortStringsTellApart) {
+  const auto re = CompiledRegex::compile("a{0,50}");
+  const std::vector<int32_t>& classes = *re->lookahead_classes(4);
+  // After k letters, 50 - k more may follow: states with at least 4 left read the same
+  // strings of up to 4 bytes; the last 4 are each their own (3, 2, 1 and 0 left).
+  std::set<int32_t> distinct(classes.begin(), classes.end());
+  EXPECT_EQ(distinct.size(), 5u);
+  const std::vector<int32_t>& all = *re->lookahead_classes(100);
+  EXPECT_EQ(re->lookahead_classes(4).get(), &classes);  // computed once, then shared
+  EXPECT_EQ(std::set<int32_t>(all.begin(), all.end()).size(), static_cast<size_t>(re->num_states()));
 }
 
 TEST(Regex, GrammarConstraintCutsDraftsAndMasksRows) {

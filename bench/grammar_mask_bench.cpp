@@ -1,0 +1,172 @@
+// What constrained decoding costs per row of logits: the allowed-token mask of one grammar
+// state (TokenMasker::allowed_tokens) over a real vocabulary, for regex states of several
+// kinds next to JSON ones; and what compiling a regex costs per request.
+//
+// Vocabularies: models/tiny-target (8,192 tokens) and GPT-2's (50,257) from the shared data.
+// States: reached by walking the first bytes of a text the grammar accepts, so each one is a
+// state real outputs pass through.
+//
+//   build/bench/grammar_mask_bench [--benchmark_filter=...]
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "structured/json_matcher.h"
+#include "structured/regex_dfa.h"
+#include "structured/regex_token_masks.h"
+#include "structured/token_mask.h"
+#include "tokenizer/tokenizer.h"
+
+namespace dspark {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Vocabulary {
+  const char* name;
+  fs::path path;
+};
+
+const std::vector<Vocabulary>& vocabularies() {
+  static const std::vector<Vocabulary> v = {
+      {"tiny-target", fs::path(DSPARK_SOURCE_DIR) / "models/tiny-target"},
+      {"gpt-2", fs::path(DSPARK_SHARED_DIR) / "data/tokenizers/gpt-2/tokenizer.json"}};
+  return v;
+}
+
+const TokenMasker& masker(size_t vocab) {
+  static std::vector<std::unique_ptr<TokenMasker>> cache(vocabularies().size());
+  if (!cache[vocab]) {
+    const Vocabulary& v = vocabularies()[vocab];
+    const Tokenizer tok = fs::is_directory(v.path) ? Tokenizer::from_dir(v.path) : Tokenizer::from_file(v.path);
+    cache[vocab] = std::make_unique<TokenMasker>(token_bytes(tok, tok.vocab_size(), tok.eos_ids()));
+  }
+  return *cache[vocab];
+}
+
+// A regex and a text it accepts; the state is the one after the text's first `cut` bytes.
+struct RegexCase {
+  const char* name;
+  const char* pattern;
+  const char* text;
+  size_t cut;
+};
+
+const std::vector<RegexCase>& regex_cases() {
+  static const std::vector<RegexCase> cases = {
+      {"sentence (any char but newline, in a counted run)", R"([A-Z][^\n]{0,200}\.)", "The cat sat on the mat.", 9},
+      {"identifier list", R"([a-z_][a-z0-9_]*(, [a-z_][a-z0-9_]*)*)", "alpha, beta_2, gamma", 8},
+      {"number", R"(-?(0|[1-9]\d*)(\.\d+)?)", "-12.5", 3},
+      {"choice", "positive|negative|neutral|mixed", "neutral", 2},
+      {"date", R"(\d{4}-(0[1-9]|1[0-2])-\d{2})", "2024-05-17", 5},
+      {"start of a sentence", R"([A-Z][^\n]{0,200}\.)", "", 0},
+  };
+  return cases;
+}
+
+void BM_RegexMask(benchmark::State& state) {
+  const TokenMasker& m = masker(static_cast<size_t>(state.range(0)));
+  const RegexCase& c = regex_cases()[static_cast<size_t>(state.range(1))];
+  const auto regex = CompiledRegex::compile(c.pattern);
+  RegexMatcher matcher(*regex);
+  if (!matcher.advance(std::string_view(c.text).substr(0, c.cut))) state.SkipWithError("text not accepted");
+  std::vector<uint64_t> mask(static_cast<size_t>(m.num_words()));
+  for (auto _ : state) {
+    m.allowed_tokens(matcher, mask);
+    benchmark::DoNotOptimize(mask.data());
+  }
+  int64_t allowed = 0;
+  for (const uint64_t w : mask) allowed += __builtin_popcountll(w);
+  state.SetLabel(std::string(vocabularies()[static_cast<size_t>(state.range(0))].name) + ", " + c.name +
+                 ", allowed " + std::to_string(allowed));
+}
+BENCHMARK(BM_RegexMask)->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5}})->Unit(benchmark::kMicrosecond);
+
+// A request's masks along its output: the state after each byte of a 150-byte text the
+// regex accepts, masked by a fresh trie walk each time (range(2) == 0) or through the
+// request's RegexTokenMasks (1: one walk per lookahead class; a new one each iteration, so
+// its walks are paid for; the classes themselves are the regex's, computed at the first
+// iteration as the server computes them before the request reaches the engine:
+// BM_LookaheadClasses). Time per output; positions_per_s = bytes masked.
+void BM_RegexRequestMasks(benchmark::State& state) {
+  const TokenMasker& m = masker(static_cast<size_t>(state.range(0)));
+  struct Output { const char* name; const char* pattern; std::string text; };
+  const std::vector<Output> outputs = {
+      {"sentence", R"([A-Z][^\n]{0,200}\.)", "T" + std::string(148, 'x') + "."},
+      {"words", R"(\w+( \w+)*)", [] { std::string t; while (t.size() < 150) t += "word "; t.pop_back(); return t; }()},
+      {"digits", R"(\d{1,200})", std::string(150, '7')}};
+  const Output& o = outputs[static_cast<size_t>(state.range(1))];
+  const auto regex = CompiledRegex::compile(o.pattern);
+  std::vector<uint64_t> mask(static_cast<size_t>(m.num_words()));
+  int64_t walks = 0;
+  for (auto _ : state) {
+    RegexTokenMasks masks(m, *regex);
+    RegexMatcher matcher(*regex);
+    for (const char c : o.text) {
+      if (state.range(2) == 0) {
+        m.allowed_tokens(matcher, mask);
+      } else {
+        masks.allowed_tokens(matcher, mask);
+      }
+      benchmark::DoNotOptimize(mask.data());
+      if (!matcher.advance(static_cast<uint8_t>(c))) state.SkipWithError("text not accepted");
+    }
+    walks = state.range(2) == 0 ? static_cast<int64_t>(o.text.size()) : masks.num_walks();
+  }
+  state.counters["positions_per_s"] =
+      benchmark::Counter(static_cast<double>(o.text.size()), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(vocabularies()[static_cast<size_t>(state.range(0))].name) + ", " + o.name +
+                 (state.range(2) == 0 ? ", a walk per position" : ", per lookahead class") + ", " +
+                 std::to_string(walks) + " walks, " + std::to_string(regex->num_states()) + " states");
+}
+BENCHMARK(BM_RegexRequestMasks)->ArgsProduct({{0, 1}, {0, 1, 2}, {0, 1}})->Unit(benchmark::kMillisecond);
+
+// What the server computes once per regex request, in the request's thread.
+void BM_LookaheadClasses(benchmark::State& state) {
+  const TokenMasker& m = masker(static_cast<size_t>(state.range(0)));
+  const RegexCase& c = regex_cases()[static_cast<size_t>(state.range(1))];
+  int64_t classes = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const auto regex = CompiledRegex::compile(c.pattern);
+    state.ResumeTiming();
+    const auto ids = regex->lookahead_classes(m.max_token_bytes());
+    classes = *std::max_element(ids->begin(), ids->end()) + 1;
+  }
+  state.SetLabel(std::string(vocabularies()[static_cast<size_t>(state.range(0))].name) + " (longest token " +
+                 std::to_string(m.max_token_bytes()) + " bytes), " + c.name + ", " + std::to_string(classes) +
+                 " classes");
+}
+BENCHMARK(BM_LookaheadClasses)->ArgsProduct({{0, 1}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
+
+// JSON states beside them: inside a string (the precomputed plain tokens) and between values.
+void BM_JsonMask(benchmark::State& state) {
+  const TokenMasker& m = masker(static_cast<size_t>(state.range(0)));
+  JsonMatcher matcher;
+  if (!matcher.advance(state.range(1) == 0 ? R"({"name": "Al)" : R"({"name": "Al", )")) state.SkipWithError("bad");
+  std::vector<uint64_t> mask(static_cast<size_t>(m.num_words()));
+  for (auto _ : state) {
+    m.allowed_tokens(matcher, mask);
+    benchmark::DoNotOptimize(mask.data());
+  }
+  state.SetLabel(std::string(vocabularies()[static_cast<size_t>(state.range(0))].name) +
+                 (state.range(1) == 0 ? ", json_object in a string" : ", json_object between members"));
+}
+BENCHMARK(BM_JsonMask)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
+
+void BM_RegexCompile(benchmark::State& state) {
+  const RegexCase& c = regex_cases()[static_cast<size_t>(state.range(0))];
+  int64_t states = 0;
+  for (auto _ : state) states = CompiledRegex::compile(c.pattern)->num_states();
+  state.SetLabel(std::string(c.name) + ", " + std::to_string(states) + " states");
+}
+BENCHMARK(BM_RegexCompile)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace dspark
+
+BENCHMARK_MAIN();
