@@ -258,9 +258,13 @@ void Engine::propose_drafts() {
     DSPARK_CHECK(static_cast<int64_t>(d.tokens.size()) <= draft_requests_[i].max_drafts,
                  "proposer returned {} drafts, more than the {} asked for", d.tokens.size(), draft_requests_[i].max_drafts);
     r.drafts.assign(d.tokens.begin(), d.tokens.end());
-    // Drafts past the first that breaks the JSON output could never be accepted (the
+    // Drafts from the first the output's grammar refuses on could never be accepted (the
     // masked target gives them probability 0): cut them before anyone verifies them.
-    if (r.grammar) r.drafts.resize(r.grammar->valid_prefix_length(r.drafts));
+    if (r.grammar) {
+      const auto valid = static_cast<size_t>(r.grammar->valid_prefix_length(r.drafts));
+      schedule_metrics_.grammar_cut_drafts += static_cast<int64_t>(r.drafts.size() - valid);
+      r.drafts.resize(valid);
+    }
     r.draft_probs = d.probs;
     r.draft_confidence = d.confidence;
     if (d.confidence && options_.adapt_confidence) correct_confidence(r, d);

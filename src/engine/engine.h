@@ -74,6 +74,7 @@ struct ScheduleMetrics {
   int64_t verified_drafts = 0;                  // drafts sent to the target
   double predicted_accepted = 0;                // the scheduler's expected accepted drafts
   int64_t realized_accepted = 0;                // accepted drafts among those verified
+  int64_t grammar_cut_drafts = 0;               // drafts an output's grammar refused, cut before verification
   // Where step time goes (wall seconds, summed over steps).
   double forward_seconds = 0;                   // target forwards
   double draft_seconds = 0;                     // proposer propose() calls

@@ -42,7 +42,7 @@ DraftModelProposer::DraftModelProposer(std::unique_ptr<Transformer> draft_model,
       allocator_(kv_.num_blocks()),
       logits_processor_(model_->config().vocab_size),
       slots_(options_.max_running),
-      softmax_(model_->config().vocab_size) {
+      grammar_row_(model_->config().vocab_size) {
   DSPARK_CHECK(model_->options().max_sequences >= options_.max_running,
                "the draft model allows {} sequences per forward; {} are needed", model_->options().max_sequences,
                options_.max_running);
@@ -137,6 +137,13 @@ void DraftModelProposer::draft_token(const DraftRequest& request, SlotState& s, 
                                      bool& keep_drafting) {
   const int64_t vocab = model_->config().vocab_size;
   const SamplingParams& sp = *request.sampling;
+  if (request.grammar) {  // draft among the tokens the output's grammar allows
+    if (!grammar_bound_row(request, s.drafts, logits, grammar_row_.data(), vocab)) {
+      keep_drafting = false;
+      return;
+    }
+    logits = grammar_row_.data();
+  }
   float* q = s.probs.data() + static_cast<int64_t>(s.drafts.size()) * vocab;
   // A greedy request's draft is the argmax, and its verification reads no q: none is made
   // (unless every logit is -inf or NaN; then the transform decides, as for the others).

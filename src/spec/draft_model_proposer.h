@@ -81,7 +81,7 @@ class DraftModelProposer final : public Proposer {
   BlockAllocator allocator_;
   LogitsProcessor logits_processor_;
   std::vector<SlotState> slots_;        // [max_running]
-  std::vector<float> softmax_;          // [vocab]
+  std::vector<float> grammar_row_;      // [vocab] a grammar-bound request's logits row, masked
   std::vector<int32_t> history_;        // committed + drafts, for the repetition penalty
   // Per-forward buffers.
   std::vector<int32_t> batch_tokens_;

@@ -509,11 +509,8 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
 }
 
 const float* DSparkProposer::grammar_bound_row(const Active& a, const DraftRequest& r, int32_t j) {
-  const float* row = a.head->target_row(a.logit_row + j);
-  std::copy_n(row, vocab_, grammar_row_.data());
-  apply_token_mask(r.grammar->allowed_tokens(slots_[a.slot].drafts), grammar_row_.data(), vocab_);
-  constexpr float kRefused = -std::numeric_limits<float>::infinity();
-  const bool any = std::any_of(grammar_row_.begin(), grammar_row_.end(), [](float x) { return x != kRefused; });
+  const bool any = dspark::grammar_bound_row(r, slots_[a.slot].drafts, a.head->target_row(a.logit_row + j),
+                                             grammar_row_.data(), vocab_);
   return any ? grammar_row_.data() : nullptr;
 }
 

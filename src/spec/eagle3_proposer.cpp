@@ -361,7 +361,7 @@ void Eagle3Proposer::catch_up(std::span<const DraftRequest> requests) {
 int32_t Eagle3Proposer::draw(const DraftRequest& r, SlotState& s, const float* logits) {
   const int32_t j = static_cast<int32_t>(s.drafts.size());
   std::memcpy(s.logits.data() + static_cast<int64_t>(j) * draft_vocab_, logits, draft_vocab_ * sizeof(float));
-  if (drafts_argmax(*r.sampling)) {
+  if (drafts_argmax(*r.sampling) && !r.grammar) {
     if (const int32_t token = greedy_draft_token(logits, draft_vocab_, draft_to_target_, to_target_ascending_);
         token >= 0) {
       s.drafts.push_back(token);
@@ -370,9 +370,13 @@ int32_t Eagle3Proposer::draw(const DraftRequest& r, SlotState& s, const float* l
   }
   std::fill(target_logits_.begin(), target_logits_.end(), -std::numeric_limits<float>::infinity());
   scatter_draft_logits(draft_to_target_, logits, target_logits_.data());
-  const int32_t token = transform_and_draw(logits_processor_, target_logits_.data(),
-                                           s.probs.data() + static_cast<int64_t>(j) * vocab_, vocab_, r, s.drafts,
-                                           history_);
+  // A grammar-bound request drafts among the tokens its grammar allows (none left: no draft).
+  if (r.grammar && !grammar_bound_row(r, s.drafts, target_logits_.data(), target_logits_.data(), vocab_)) return -1;
+  int32_t token = drafts_argmax(*r.sampling) ? greedy_draft_token(target_logits_.data(), vocab_, {}, true) : -1;
+  if (token < 0) {
+    token = transform_and_draw(logits_processor_, target_logits_.data(),
+                               s.probs.data() + static_cast<int64_t>(j) * vocab_, vocab_, r, s.drafts, history_);
+  }
   s.drafts.push_back(token);
   return token;
 }
@@ -425,10 +429,10 @@ void Eagle3Proposer::propose(std::span<const DraftRequest> requests, std::span<D
     run_head(rows);
     rows = 0;
     for (size_t a = 0; a < active_.size(); ++a) {
-      const Active& act = active_[a];
+      Active& act = active_[a];
       if (act.num_drafts <= j) continue;
       SlotState& s = slots_[act.slot];
-      draw(requests[act.request], s, logits_.data() + rows * draft_vocab_);
+      if (draw(requests[act.request], s, logits_.data() + rows * draft_vocab_) < 0) act.num_drafts = j;
       ++rows;
     }
     if (j + 1 == longest) break;

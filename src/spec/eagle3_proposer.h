@@ -142,7 +142,8 @@ class Eagle3Proposer final : public Proposer {
   // lm_head(norm(lm_in_)) of `rows` outputs -> logits_ [rows, draft_vocab] (lm_in_ is normed in place).
   void run_head(int64_t rows);
   // Draft-vocabulary logits -> q over the target vocabulary under the request's transform,
-  // and the drawn draft (appended to s.drafts).
+  // and the drawn draft (appended to s.drafts); -1, nothing drawn, where r's grammar allows
+  // none of the drafter's tokens.
   int32_t draw(const DraftRequest& r, SlotState& s, const float* logits);
   // The first key a row at position `end` − 1 attends to (and any row after it).
   int32_t first_visible(int32_t end) const;

@@ -13,7 +13,9 @@
 // proposer keeps flat arrays, not maps.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -81,6 +83,18 @@ struct DraftRequest {
   // others may ignore it: the engine cuts drafts at the first the grammar refuses.
   TokenGrammar* grammar = nullptr;
 };
+
+// A grammar-bound request's draft row: `row` [vocab] (the drafter's logits over the target
+// vocabulary) into out [vocab] (which may be row) with the tokens r.grammar refuses after
+// `drafts` at −∞. False when it refuses them all: the request's drafting stops there. A
+// drafter that picks its draft from out picks among the allowed tokens (greedy: the best of
+// them; sampled: q with the refused ones taken out, still the distribution drawn from).
+inline bool grammar_bound_row(const DraftRequest& r, std::span<const int32_t> drafts, const float* row, float* out,
+                              int64_t vocab) {
+  if (out != row) std::copy_n(row, vocab, out);
+  apply_token_mask(r.grammar->allowed_tokens(drafts), out, vocab);
+  return std::any_of(out, out + vocab, [](float x) { return x != -std::numeric_limits<float>::infinity(); });
+}
 
 // What it returns for that request; views into proposer-owned memory, valid until the
 // next propose() call.
