@@ -46,6 +46,10 @@ std::string ServerMetrics::render(const EngineLoopStats& s) const {
             s.schedule.predicted_accepted);
   w.counter("dspark:spec_decode_realized_accepted_tokens", "Accepted drafts among those verified.",
             static_cast<double>(s.schedule.realized_accepted));
+  w.counter("dspark:spec_decode_grammar_cut_draft_tokens",
+            "Drafts an output's grammar refused, cut before verification (copying speculators' drafts in "
+            "constrained outputs).",
+            static_cast<double>(s.schedule.grammar_cut_drafts));
   w.counter("dspark:model_forward_seconds", "Wall time in target forwards.", s.schedule.forward_seconds);
   w.counter("dspark:spec_decode_draft_seconds", "Wall time in the proposer's drafting.", s.schedule.draft_seconds);
   w.counter("dspark:spec_decode_context_seconds",

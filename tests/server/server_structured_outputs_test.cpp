@@ -128,6 +128,8 @@ TEST(ServerStructuredOutputs, GreedyRepliesAreTheSameWithSpeculation) {
     EXPECT_EQ(a.text, b.text);
     EXPECT_EQ(a.finish, b.finish);
   }
+  // The n-gram speculator copies earlier text: what the regex refuses is cut, and counted.
+  EXPECT_TRUE(testing::server_metric(speculating.port(), "dspark:spec_decode_grammar_cut_draft_tokens").has_value());
 }
 
 TEST(ServerStructuredOutputs, BadOrUnsupportedConstraintsAre400sNamingTheirField) {
