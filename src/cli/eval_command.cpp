@@ -276,6 +276,11 @@ void run_eval(EvalArgs& args) {
                   "weighs the drafter's time by it)\n",
                   spec.schedule_metrics().step_time_ratio);
     }
+    if (args.gen.response_format != ResponseFormat::kText) {
+      std::printf("constrained output: %lld drafts cut by its grammar before verification, %lld verified\n",
+                  static_cast<long long>(spec.schedule_metrics().grammar_cut_drafts),
+                  static_cast<long long>(all.num_draft_tokens));
+    }
     if (!stages.empty()) print_stages(stages, order, domains);
   }
   if (all.has_calibration()) {
@@ -292,6 +297,7 @@ void run_eval(EvalArgs& args) {
                                                     {"temperature", args.gen.sampling.temperature},
                                                     {"max_tokens", args.gen.max_tokens},
                                                     {"step_time_ratio", spec.schedule_metrics().step_time_ratio},
+                                                    {"grammar_cut_drafts", spec.schedule_metrics().grammar_cut_drafts},
                                                     {"domains", json},
                                                     {"pooled_datasets", json_sets}}
                                          .dump(2);
