@@ -175,7 +175,7 @@ bool OutputProcessor::append_token(Request& r, int32_t token, RequestOutput& out
   out.token_ids.push_back(token);
   if (r.grammar) {
     DSPARK_CHECK(r.grammar->accept_token(token), "token {} does not continue the constrained output", token);
-    if (r.grammar->complete()) {  // the object closed: nothing may follow
+    if (r.grammar->complete()) {  // a closed object, a regex match no byte may extend: nothing may follow
       finish(r, FinishReason::kStop, out);
       return true;
     }

@@ -71,7 +71,8 @@ void apply(const Constraint& c, std::string_view text, ParsedRequest& r) {
     if (c.value->is_string()) {
       schema = ordered_json::parse(c.value->get<std::string>(), nullptr, /*allow_exceptions=*/false);
       if (schema.is_discarded()) {
-        throw ApiError::bad_request(fmt::format("'{}' is a string but not a JSON Schema's JSON text", c.field), c.field);
+        throw ApiError::bad_request(fmt::format("'{}' is a string but not a JSON Schema's JSON text", c.field),
+                                    c.field);
       }
     } else {
       if (!c.value->is_object()) throw wrong_type(c.field, "a JSON Schema (an object or its JSON text)", *c.value);

@@ -492,7 +492,8 @@ void DSparkProposer::draft_sequentially(std::span<const DraftRequest> requests) 
       // Greedy: the argmax (of the masked row when a grammar binds the request), no q.
       int32_t token = -1;
       if (drafts_argmax(sp)) {
-        token = logits ? greedy_draft_token(logits, vocab_, {}, /*ascending=*/true) : a.head->greedy_token(a.logit_row + j);
+        token = logits ? greedy_draft_token(logits, vocab_, {}, /*ascending=*/true)
+                       : a.head->greedy_token(a.logit_row + j);
       }
       if (token < 0) {
         token = transform_and_draw(logits_processor_, logits ? logits : a.head->target_row(a.logit_row + j),

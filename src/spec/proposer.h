@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "core/check.h"
 #include "core/rng.h"
 #include "core/token_grammar.h"
 #include "kernels/sampling.h"
@@ -91,8 +92,11 @@ struct DraftRequest {
 // them; sampled: q with the refused ones taken out, still the distribution drawn from).
 inline bool grammar_bound_row(const DraftRequest& r, std::span<const int32_t> drafts, const float* row, float* out,
                               int64_t vocab) {
+  const std::span<const uint64_t> allowed = r.grammar->allowed_tokens(drafts);
+  DSPARK_CHECK(static_cast<int64_t>(allowed.size()) >= token_mask_words(vocab),
+               "a grammar's mask covers {} tokens, the drafter's row {}", allowed.size() * 64, vocab);
   if (out != row) std::copy_n(row, vocab, out);
-  apply_token_mask(r.grammar->allowed_tokens(drafts), out, vocab);
+  apply_token_mask(allowed, out, vocab);
   return std::any_of(out, out + vocab, [](float x) { return x != -std::numeric_limits<float>::infinity(); });
 }
 

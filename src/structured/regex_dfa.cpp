@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "structured/regex_parser.h"
+#include "tokenizer/tokenizer_utf8.h"
 
 namespace dspark {
 namespace {
@@ -20,19 +21,6 @@ using ByteRange = std::pair<uint8_t, uint8_t>;  // inclusive
 using ByteSequence = std::vector<ByteRange>;
 
 int utf8_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
-
-std::array<uint8_t, 4> utf8_bytes(uint32_t cp) {
-  const int n = utf8_length(cp);
-  std::array<uint8_t, 4> b{};
-  if (n == 1) {
-    b[0] = static_cast<uint8_t>(cp);
-    return b;
-  }
-  static constexpr uint8_t kLead[5] = {0, 0, 0xC0, 0xE0, 0xF0};
-  for (int i = n - 1; i > 0; --i, cp >>= 6) b[static_cast<size_t>(i)] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-  b[0] = static_cast<uint8_t>(kLead[n] | cp);
-  return b;
-}
 
 // The byte-range sequences whose strings are exactly the UTF-8 encodings of [lo, hi]
 // (surrogates left out). A range is split until, at every position, its encodings' bytes
@@ -74,9 +62,12 @@ std::vector<ByteSequence> utf8_sequences(CodeRange range) {
       }
     }
     if (split) continue;
-    const auto a = utf8_bytes(r.lo), b = utf8_bytes(r.hi);
+    const std::string a = tok::utf8_encode(r.lo), b = tok::utf8_encode(r.hi);
     ByteSequence seq;
-    for (int i = 0; i < n; ++i) seq.emplace_back(a[static_cast<size_t>(i)], b[static_cast<size_t>(i)]);
+    for (int i = 0; i < n; ++i) {
+      const auto k = static_cast<size_t>(i);
+      seq.emplace_back(static_cast<uint8_t>(a[k]), static_cast<uint8_t>(b[k]));
+    }
     out.push_back(std::move(seq));
   }
   return out;
@@ -374,8 +365,9 @@ std::shared_ptr<const std::vector<int32_t>> CompiledRegex::lookahead_classes(int
   std::lock_guard lock(lookahead_mu_);
   for (const auto& [bytes, classes] : lookahead_)
     if (bytes == max_bytes) return classes;
-  lookahead_.emplace_back(max_bytes, std::make_shared<const std::vector<int32_t>>(compute_lookahead_classes(max_bytes)));
-  return lookahead_.back().second;
+  auto classes = std::make_shared<const std::vector<int32_t>>(compute_lookahead_classes(max_bytes));
+  lookahead_.emplace_back(max_bytes, classes);
+  return classes;
 }
 
 std::vector<int32_t> CompiledRegex::compute_lookahead_classes(int32_t max_bytes) const {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "tokenizer/tokenizer_utf8.h"
 
 namespace dspark::regex {
 namespace {
@@ -309,21 +310,12 @@ class Parser {
     return v;
   }
 
-  // One UTF-8 character at pos_.
+  // One UTF-8 character at pos_ (well-formed: no overlong forms, surrogates or values past
+  // U+10FFFF).
   uint32_t code_point() {
-    const auto b = [&](size_t i) { return static_cast<uint8_t>(p_[i]); };
-    const uint8_t lead = b(pos_);
-    int n = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || pos_ + n > end_) fail("a byte that is not UTF-8");
-    uint32_t cp = n == 1 ? lead : lead & (0x7F >> n);
-    for (int i = 1; i < n; ++i) {
-      if ((b(pos_ + i) & 0xC0) != 0x80) fail("a byte that is not UTF-8");
-      cp = (cp << 6) | (b(pos_ + i) & 0x3F);
-    }
-    static constexpr uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinOfLength[n] || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) fail("a byte that is not UTF-8");
-    pos_ += static_cast<size_t>(n);
-    return cp;
+    int bad = 0;
+    if (tok::utf8_check_at(p_, pos_, &bad) == 0) fail("a byte that is not UTF-8");
+    return tok::utf8_next(p_, pos_);
   }
 
   std::string_view p_;

@@ -28,13 +28,14 @@ TEST(OutputFormatOptions, TheOutputFollowsTheConstraint) {
   ASSERT_EQ(greedy.status, 0);
   EXPECT_TRUE(std::regex_match(greedy.out, std::regex(pattern + "\n"))) << greedy.out;
   for (int seed = 0; seed < 4; ++seed) {
-    const testing::CommandRun sampled =
-        generate("--temperature 1 --seed " + std::to_string(seed) + " --choice 'a red fox' --choice 'a dog' --choice no");
+    const testing::CommandRun sampled = generate("--temperature 1 --seed " + std::to_string(seed) +
+                                                 " --choice 'a red fox' --choice 'a dog' --choice no");
     EXPECT_TRUE(sampled.out == "a red fox\n" || sampled.out == "a dog\n" || sampled.out == "no\n") << sampled.out;
   }
   const auto dir = testing::make_temp_dir("output-format-schema");
   std::ofstream(dir / "schema.json")
-      << R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": false})";
+      << R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],)"
+      << R"( "additionalProperties": false})";
   const testing::CommandRun schema = generate("--temperature 0 --json-schema " + (dir / "schema.json").string());
   const nlohmann::json value = nlohmann::json::parse(schema.out, nullptr, false);
   ASSERT_TRUE(value.is_object()) << schema.out;

@@ -80,7 +80,7 @@ TEST(RegexOutput, TheShippedDraftersDraftInsideTheGrammarAndChangeNothing) {
   if (!std::filesystem::exists(target_dir / "model.safetensors")) GTEST_SKIP() << "models/tiny-target missing";
   const Tokenizer tok = Tokenizer::from_dir(target_dir);
   std::vector<std::vector<int32_t>> ps;
-  for (const char* text : {"Question: Natalia sold 48 clips in April and half as many in May. How many in May?\nAnswer:",
+  for (const char* text : {"Question: Natalia sold 48 clips in April and half as many in May. How many?\nAnswer:",
                            "def add(a, b):\n", "Question: Is the sky blue?\nAnswer:"}) {
     ps.push_back(tok.encode(text, true));
   }

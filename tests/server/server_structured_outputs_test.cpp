@@ -46,14 +46,15 @@ Reply post(int port, const std::string& path, const json& body) {
   EXPECT_EQ(r.status, 200) << r.body;
   if (r.status != 200) return {};
   const json& choice = r.json["choices"][0];
-  return {path == "/v1/completions" ? choice["text"].get<std::string>() : choice["message"]["content"].get<std::string>(),
-          choice["finish_reason"].get<std::string>()};
+  const json& text = path == "/v1/completions" ? choice["text"] : choice["message"]["content"];
+  return {text.get<std::string>(), choice["finish_reason"].get<std::string>()};
 }
 
 TEST(ServerStructuredOutputs, ARegexHoldsWholeAndStreamedOnBothEndpoints) {
   TestServer server;
   const std::regex full(kPattern);
-  for (const json& constraint : {json{{"structured_outputs", {{"regex", kPattern}}}}, json{{"guided_regex", kPattern}}}) {
+  for (const json& constraint :
+       {json{{"structured_outputs", {{"regex", kPattern}}}}, json{{"guided_regex", kPattern}}}) {
     for (const std::string path : {"/v1/completions", "/v1/chat/completions"}) {
       SCOPED_TRACE(constraint.dump() + " " + path);
       const json body = path == "/v1/completions" ? completion(constraint) : chat(constraint);
@@ -120,7 +121,8 @@ TEST(ServerStructuredOutputs, GreedyRepliesAreTheSameWithSpeculation) {
   TestServerOptions o;
   o.speculator = "ngram";
   TestServer speculating(o);
-  for (const json& constraint : {json{{"guided_regex", kPattern}}, json{{"guided_regex", R"((the|a|an) [a-z ]{1,30}\.)"}},
+  for (const json& constraint : {json{{"guided_regex", kPattern}},
+                                 json{{"guided_regex", R"((the|a|an) [a-z ]{1,30}\.)"}},
                                  json{{"guided_choice", {"once upon a time", "once", "a little girl"}}}}) {
     SCOPED_TRACE(constraint.dump());
     const Reply a = post(plain.port(), "/v1/completions", completion(constraint));
@@ -169,7 +171,8 @@ TEST(ServerStructuredOutputs, BadOrUnsupportedConstraintsAre400sNamingTheirField
     EXPECT_NE(r.json["error"]["message"].get<std::string>().find(c.words), std::string::npos) << r.body;
   }
   // The engine's own checks: a regex output ends where its grammar says.
-  for (const json& extra : {json{{"guided_regex", "a+"}, {"ignore_eos", true}}, json{{"guided_regex", "a+"}, {"min_tokens", 2}}}) {
+  for (const json& extra :
+       {json{{"guided_regex", "a+"}, {"ignore_eos", true}}, json{{"guided_regex", "a+"}, {"min_tokens", 2}}}) {
     const auto r = http_post(server.port(), "/v1/completions", completion(extra).dump());
     EXPECT_EQ(r.status, 400) << extra.dump() << ": " << r.body;
   }

@@ -22,6 +22,7 @@
 #include "structured/regex_token_masks.h"
 #include "structured/token_mask.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_utf8.h"
 
 namespace dspark {
 namespace {
@@ -69,38 +70,6 @@ Verdict run(const CompiledRegex& re, std::string_view s) {
   RegexMatcher m(re);
   if (!m.advance(s)) return {false, false};
   return {true, m.can_end()};
-}
-
-std::string utf8(uint32_t cp) {
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return out;
-}
-
-bool valid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<uint8_t>(s[i]);
-    const size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<uint8_t>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += n;
-  }
-  return true;
 }
 
 const std::vector<std::string>& oracle_patterns() {
@@ -181,10 +150,11 @@ TEST(Regex, AgreesWithPcre2OnMatchesAndTheirPrefixes) {
           if (RegexMatcher(m).advance(static_cast<uint8_t>(b))) ok.push_back(static_cast<uint8_t>(b));
         ASSERT_FALSE(ok.empty()) << "a live state with no way on: " << s;
         // A third of the steps head for a full match, so that walks end in one often.
-        const uint8_t b = rng() % 3 == 0 && !m.can_end() ? static_cast<uint8_t>(m.completion()[0]) : ok[rng() % ok.size()];
+        const bool toward_match = rng() % 3 == 0 && !m.can_end();
+        const uint8_t b = toward_match ? static_cast<uint8_t>(m.completion()[0]) : ok[rng() % ok.size()];
         ASSERT_TRUE(m.advance(b));
         s += static_cast<char>(b);
-        if (!valid_utf8(s)) continue;
+        if (!tok::utf8_is_valid(s)) continue;
         ASSERT_TRUE(oracle.viable(s)) << s;
         ASSERT_EQ(m.can_end(), oracle.full(s)) << s;
         num_viable += 1;
@@ -194,7 +164,7 @@ TEST(Regex, AgreesWithPcre2OnMatchesAndTheirPrefixes) {
     for (int i = 0; i < 3000; ++i) {
       std::string s;
       const int n = static_cast<int>(rng() % 8);
-      for (int k = 0; k < n; ++k) s += utf8(chars[rng() % chars.size()]);
+      for (int k = 0; k < n; ++k) s += tok::utf8_encode(chars[rng() % chars.size()]);
       const Verdict v = run(*re, s);
       ASSERT_EQ(v.viable, oracle.viable(s)) << "[" << s << "] " << s.size();
       ASSERT_EQ(v.full, oracle.full(s)) << s;
@@ -317,7 +287,9 @@ TEST(Regex, ChoicesMatchExactlyTheirStrings) {
   const std::vector<std::string> choices = {"a.b", "c|d", "x*", "yes", "yesterday", "(é)", "[1-2]\n"};
   const auto re = CompiledRegex::compile(choice_regex(choices));
   for (const std::string& c : choices) EXPECT_TRUE(run(*re, c).full) << c;
-  for (const std::string& s : {"axb", "c", "d", "xx", "", "é", "1\n", "yesterday!"}) EXPECT_FALSE(run(*re, s).full) << s;
+  for (const std::string& s : {"axb", "c", "d", "xx", "", "é", "1\n", "yesterday!"}) {
+    EXPECT_FALSE(run(*re, s).full) << s;
+  }
   RegexMatcher m(*re);
   ASSERT_TRUE(m.advance("yes"));
   EXPECT_TRUE(m.can_end());     // "yes" may end here
