@@ -134,12 +134,12 @@ void BM_LookaheadClasses(benchmark::State& state) {
     state.PauseTiming();
     const auto regex = CompiledRegex::compile(c.pattern);
     state.ResumeTiming();
-    const auto ids = regex->lookahead_classes(m.max_token_bytes());
+    const auto ids = regex->lookahead_classes(regex_lookahead_bytes(m.max_token_bytes()));
     classes = *std::max_element(ids->begin(), ids->end()) + 1;
   }
-  state.SetLabel(std::string(vocabularies()[static_cast<size_t>(state.range(0))].name) + " (longest token " +
-                 std::to_string(m.max_token_bytes()) + " bytes), " + c.name + ", " + std::to_string(classes) +
-                 " classes");
+  state.SetLabel(std::string(vocabularies()[static_cast<size_t>(state.range(0))].name) + " (lookahead " +
+                 std::to_string(regex_lookahead_bytes(m.max_token_bytes())) + " bytes), " + c.name + ", " +
+                 std::to_string(classes) + " classes");
 }
 BENCHMARK(BM_LookaheadClasses)->ArgsProduct({{0, 1}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 

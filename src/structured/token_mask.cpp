@@ -49,6 +49,12 @@ TokenMasker::TokenMasker(TokenBytes vocabulary) : vocabulary_(std::move(vocabula
   }
   max_token_bytes_ = max_text_token_bytes(vocabulary_);
   all_ = TokenTrie(vocabulary_, all);
+  std::vector<int32_t> short_ids, long_ids;
+  for (const int32_t id : all) {
+    (static_cast<int32_t>(vocabulary_.bytes[id].size()) <= kShortTokenBytes ? short_ids : long_ids).push_back(id);
+  }
+  short_ = TokenTrie(vocabulary_, short_ids);
+  long_ = TokenTrie(vocabulary_, long_ids);
   non_plain_ = TokenTrie(vocabulary_, text_ids(vocabulary_, false));
   plain_.assign(static_cast<size_t>(num_words()), 0);
   for (const int32_t id : text_ids(vocabulary_, true)) plain_[id >> 6] |= uint64_t{1} << (id & 63);
@@ -84,6 +90,17 @@ bool TokenMasker::advance(Matcher& state, int32_t token) const {
     case TokenRole::kNone: return false;
   }
   return false;
+}
+
+void TokenMasker::allowed_short_tokens(const RegexMatcher& state, std::span<uint64_t> mask) const {
+  DSPARK_CHECK(static_cast<int64_t>(mask.size()) == num_words(),
+               "TokenMasker: mask has {} words, expected {}", mask.size(), num_words());
+  std::fill(mask.begin(), mask.end(), 0);
+  short_.allow(state, mask);
+}
+
+void TokenMasker::add_allowed_long_tokens(const RegexMatcher& state, std::span<uint64_t> mask) const {
+  long_.allow(state, mask);
 }
 
 template void TokenMasker::allowed_tokens<JsonMatcher>(const JsonMatcher&, std::span<uint64_t>) const;

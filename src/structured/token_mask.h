@@ -36,6 +36,12 @@
 namespace dspark {
 
 
+class RegexMatcher;  // structured/regex_dfa.h
+
+// Text tokens of at most this many bytes are short: a regex's masks of them are cached by
+// lookahead class (structured/regex_token_masks.h), the few longer ones walked per state.
+inline constexpr int32_t kShortTokenBytes = 16;
+
 class TokenMasker {
  public:
   // Throws when a kText token has no bytes (it would be allowed forever, changing nothing).
@@ -57,11 +63,18 @@ class TokenMasker {
   template <class Matcher>
   bool advance(Matcher& state, int32_t token) const;
 
+  // For RegexTokenMasks: the allowed text tokens of at most kShortTokenBytes bytes after
+  // state (mask overwritten; no EOS), and the longer ones (ORed into mask).
+  void allowed_short_tokens(const RegexMatcher& state, std::span<uint64_t> mask) const;
+  void add_allowed_long_tokens(const RegexMatcher& state, std::span<uint64_t> mask) const;
+
  private:
   TokenBytes vocabulary_;
   TokenTrie all_;                        // every text token
   TokenTrie non_plain_;                  // the text tokens that are not plain
   std::vector<uint64_t> plain_;          // [num_words] the plain tokens
+  TokenTrie short_;                      // the text tokens of at most kShortTokenBytes bytes
+  TokenTrie long_;                       // the others
   std::vector<int32_t> eos_ids_;
   int32_t max_token_bytes_ = 0;
 };
