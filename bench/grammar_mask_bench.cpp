@@ -15,6 +15,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "structured/grammar_constraint.h"
 #include "structured/json_matcher.h"
 #include "structured/regex_dfa.h"
 #include "structured/regex_token_masks.h"
@@ -124,6 +125,28 @@ void BM_RegexRequestMasks(benchmark::State& state) {
                  std::to_string(walks) + " walks, " + std::to_string(regex->num_states()) + " states");
 }
 BENCHMARK(BM_RegexRequestMasks)->ArgsProduct({{0, 1}, {0, 1, 2}, {0, 1}})->Unit(benchmark::kMillisecond);
+
+// What a verification step's masks cost a request: GrammarConstraint::mask_rows over the
+// 9 rows (8 drafts) of a round, as OutputProcessor::commit runs it, after the logits' copy;
+// the drafts are the first tokens of an accepted text (tiny-target's vocabulary).
+void BM_VerificationRowMasks(benchmark::State& state) {
+  const TokenMasker& m = masker(0);
+  const Tokenizer tok = Tokenizer::from_dir(vocabularies()[0].path);
+  const bool regex = state.range(0) == 1;
+  GrammarConstraint c = regex ? GrammarConstraint(m, CompiledRegex::compile(R"( [^\n]+(\n[^\n]+){0,7}\n#### -?[0-9,]+)"))
+                              : GrammarConstraint(m);
+  std::vector<int32_t> drafts = tok.encode(regex ? " The total is 3 + 4 = 7 apples, so he has" : R"({"name": "Al)", false);
+  drafts.resize(std::min<size_t>(drafts.size(), 8));
+  const int64_t vocab = m.num_logits();
+  std::vector<float> logits(static_cast<size_t>((drafts.size() + 1) * vocab), 0.5f), masked(logits.size());
+  for (auto _ : state) {
+    std::copy(logits.begin(), logits.end(), masked.begin());
+    c.mask_rows(masked.data(), vocab, drafts);
+    benchmark::DoNotOptimize(masked.data());
+  }
+  state.SetLabel(std::string(regex ? "regex" : "json_object") + ", " + std::to_string(drafts.size() + 1) + " rows");
+}
+BENCHMARK(BM_VerificationRowMasks)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond);
 
 // What the server computes once per regex request, in the request's thread.
 void BM_LookaheadClasses(benchmark::State& state) {
