@@ -9,6 +9,9 @@
 #include "core/log.h"
 #include "core/threads.h"
 #include "engine/request_validation.h"
+#include "structured/regex_dfa.h"
+#include "structured/regex_token_masks.h"
+#include "structured/token_bytes.h"
 
 namespace dspark {
 namespace {
@@ -36,7 +39,9 @@ EngineLoop::EngineLoop(Transformer& model, const Tokenizer& tokenizer, const Eng
       tokenizer_(tokenizer),
       options_(std::move(options)),
       max_running_(engine_options.max_running),
-      has_speculator_(proposer != nullptr) {
+      has_speculator_(proposer != nullptr),
+      regex_lookahead_bytes_(regex_lookahead_bytes(
+          max_text_token_bytes(token_bytes(tokenizer, model.config().vocab_size, tokenizer.eos_ids())))) {
   engine_ = std::make_unique<Engine>(model, tokenizer, with_queue_room(engine_options, options_), std::move(proposer));
   publish_stats();
   if (engine_->step_cost()) stats_.step_cost = engine_->step_cost()->values();
@@ -50,6 +55,9 @@ EngineLoop::~EngineLoop() { stop(); }
 
 std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options) {
   validate_request(prompt, options, model_.config().vocab_size, model_.max_model_len());
+  // A regex's mask classes for this vocabulary (structured/regex_token_masks.h), computed on
+  // the caller's thread rather than in the engine's step; the engine then finds them made.
+  if (options.regex) options.regex->lookahead_classes(regex_lookahead_bytes_);
 
   std::shared_ptr<RequestStream> stream;
   {

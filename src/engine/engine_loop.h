@@ -150,6 +150,7 @@ class EngineLoop {
   const EngineLoopOptions options_;
   const int64_t max_running_;
   bool has_speculator_ = false;
+  int32_t regex_lookahead_bytes_ = 0;  // the vocabulary's, for regex requests' mask classes
   std::unique_ptr<Engine> engine_;  // touched by the engine thread only (after construction)
 
   // Inbox, guarded by mu_.

@@ -13,9 +13,6 @@
 #include "server/connection_stream.h"
 #include "server/openai_logprobs.h"
 #include "server/tool_call_stream.h"
-#include "structured/regex_dfa.h"
-#include "structured/regex_token_masks.h"
-#include "structured/token_bytes.h"
 
 namespace dspark {
 namespace {
@@ -90,8 +87,6 @@ CompletionHandler::CompletionHandler(EngineLoop& loop, ChatFormat chat_format, s
       model_name_(std::move(model_name)),
       heartbeat_seconds_(heartbeat_seconds),
       tracker_(tracker),
-      regex_lookahead_bytes_(regex_lookahead_bytes(max_text_token_bytes(
-          token_bytes(loop.tokenizer(), loop.model().config().vocab_size, loop.tokenizer().eos_ids())))),
       rng_(std::random_device{}()) {}
 
 uint64_t CompletionHandler::random_seed() {
@@ -142,9 +137,6 @@ void CompletionHandler::handle(const httplib::Request& request, httplib::Respons
       throw ApiError(503, "the server is shutting down", "server_error", {}, "shutting_down");
     }
     ParsedRequest r = parse_request(request.body, endpoint);
-    // A regex's mask classes for this vocabulary, computed here rather than in the engine's
-    // step (structured/regex_token_masks.h).
-    if (r.options.regex) r.options.regex->lookahead_classes(regex_lookahead_bytes_);
     if (!r.model.empty() && r.model != model_name_) {
       throw ApiError::model_not_found(r.model, model_name_);
     }

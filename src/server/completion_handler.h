@@ -82,7 +82,6 @@ class CompletionHandler {
   const std::string model_name_;
   const double heartbeat_seconds_;
   ResponseTracker& tracker_;
-  const int32_t regex_lookahead_bytes_;  // what the engine's regex masks need (regex_token_masks.h)
   std::mutex rng_mu_;
   std::mt19937_64 rng_;
 };

@@ -46,27 +46,29 @@ std::vector<std::string> choices(const json& list, const std::string& field) {
   return out;
 }
 
-// One constraint: its field name (as the client spelled it) and the JSON path to it.
+enum class Kind { kRegex, kChoice, kJson, kJsonObject };
+
+// One constraint: what it asks, its field name (as the client spelled it) and the JSON path to it.
 struct Constraint {
+  Kind kind;
   std::string field;          // "structured_outputs.regex", "guided_json", ...
   const json* value;
   std::vector<std::string> path;  // keys from the body to value
 };
 
 void apply(const Constraint& c, std::string_view text, ParsedRequest& r) {
-  const std::string kind = c.path.back();
   GenerationOptions& o = r.options;
-  if (kind == "regex" || kind == "guided_regex") {
+  if (c.kind == Kind::kRegex) {
     if (!c.value->is_string()) throw wrong_type(c.field, "a string", *c.value);
     o.regex = compile_regex(c.value->get<std::string>(), c.field);
     o.response_format = ResponseFormat::kRegex;
-  } else if (kind == "choice" || kind == "guided_choice") {
+  } else if (c.kind == Kind::kChoice) {
     o.regex = compile_regex(choice_regex(choices(*c.value, c.field)), c.field);
     o.response_format = ResponseFormat::kRegex;
-  } else if (kind == "json_object") {
+  } else if (c.kind == Kind::kJsonObject) {
     if (!c.value->is_boolean()) throw wrong_type(c.field, "a boolean", *c.value);
     if (c.value->get<bool>()) o.response_format = ResponseFormat::kJsonObject;
-  } else {  // "json" / "guided_json": a schema, or its JSON text
+  } else {  // kJson: a schema, or its JSON text
     ordered_json schema;
     if (c.value->is_string()) {
       schema = ordered_json::parse(c.value->get<std::string>(), nullptr, /*allow_exceptions=*/false);
@@ -102,16 +104,18 @@ std::shared_ptr<const CompiledJsonSchema> compile_request_schema(const ordered_j
 void parse_structured_outputs(const json& body, std::string_view text, ParsedRequest& r) {
   const Fields top(body);
   std::vector<Constraint> found;
-  for (const char* key : {"guided_regex", "guided_choice", "guided_json"}) {
-    if (const json* v = top.get(key)) found.push_back({key, v, {key}});
+  for (const auto& [key, kind] : {std::pair{"guided_regex", Kind::kRegex}, std::pair{"guided_choice", Kind::kChoice},
+                                   std::pair{"guided_json", Kind::kJson}}) {
+    if (const json* v = top.get(key)) found.push_back({kind, key, v, {key}});
   }
   if (top.get("guided_grammar")) throw unsupported("guided_grammar", "a grammar constraint (EBNF / Lark / GBNF)");
   if (top.get("guided_whitespace_pattern")) throw unsupported("guided_whitespace_pattern", "a whitespace pattern");
   if (const json* so = top.get("structured_outputs")) {
     if (!so->is_object()) throw wrong_type("structured_outputs", "an object", *so);
     const Fields f(*so, "structured_outputs.");
-    for (const char* key : {"regex", "choice", "json", "json_object"}) {
-      if (const json* v = f.get(key)) found.push_back({f.name(key), v, {"structured_outputs", key}});
+    for (const auto& [key, kind] : {std::pair{"regex", Kind::kRegex}, std::pair{"choice", Kind::kChoice},
+                                     std::pair{"json", Kind::kJson}, std::pair{"json_object", Kind::kJsonObject}}) {
+      if (const json* v = f.get(key)) found.push_back({kind, f.name(key), v, {"structured_outputs", key}});
     }
     if (f.get("grammar")) throw unsupported("structured_outputs.grammar", "a grammar constraint (EBNF / Lark / GBNF)");
     if (f.get("structural_tag")) throw unsupported("structured_outputs.structural_tag", "a structural tag");

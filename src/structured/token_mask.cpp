@@ -48,7 +48,6 @@ TokenMasker::TokenMasker(TokenBytes vocabulary) : vocabulary_(std::move(vocabula
     if (vocabulary_.roles[id] == TokenRole::kText) all.push_back(id);
   }
   max_token_bytes_ = max_text_token_bytes(vocabulary_);
-  all_ = TokenTrie(vocabulary_, all);
   std::vector<int32_t> short_ids, long_ids;
   for (const int32_t id : all) {
     (static_cast<int32_t>(vocabulary_.bytes[id].size()) <= kShortTokenBytes ? short_ids : long_ids).push_back(id);
@@ -75,7 +74,8 @@ void TokenMasker::allowed_tokens(const Matcher& state, std::span<uint64_t> mask)
     return;
   }
   std::fill(mask.begin(), mask.end(), 0);
-  all_.allow(state, mask);
+  short_.allow(state, mask);  // every text token is in one of the two
+  long_.allow(state, mask);
   if (state.can_end()) {  // a regex's full match that may go on: its end allowed beside more text
     for (const int32_t id : eos_ids_) mask[id >> 6] |= uint64_t{1} << (id & 63);
   }

@@ -70,11 +70,11 @@ class TokenMasker {
 
  private:
   TokenBytes vocabulary_;
-  TokenTrie all_;                        // every text token
   TokenTrie non_plain_;                  // the text tokens that are not plain
   std::vector<uint64_t> plain_;          // [num_words] the plain tokens
-  TokenTrie short_;                      // the text tokens of at most kShortTokenBytes bytes
-  TokenTrie long_;                       // the others
+  // The text tokens, in two tries: those of at most kShortTokenBytes bytes and the others.
+  TokenTrie short_;
+  TokenTrie long_;
   std::vector<int32_t> eos_ids_;
   int32_t max_token_bytes_ = 0;
 };

@@ -47,7 +47,7 @@ TEST(RegexOutput, RandomModelOutputsMatchAndSpeculationKeepsThem) {
                std::make_unique<NgramProposer>(NgramOptions{1, 4, 6}));
   // Bounded patterns: every output finishes as a full match. An unbounded one: outputs
   // cut by max_tokens are still prefixes of a match.
-  for (const std::string pattern : {std::string(R"([a-f]{3,9}-\d{1,4}(\.\d\d)?)"),
+  for (const std::string& pattern : {std::string(R"([a-f]{3,9}-\d{1,4}(\.\d\d)?)"),
                                     choice_regex(std::vector<std::string>{"alpha", "beta", "alphabet", "gamma ray"}),
                                     std::string(R"(([A-Z][a-z]+ )+[0-9]+)")}) {
     SCOPED_TRACE(pattern);

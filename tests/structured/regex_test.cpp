@@ -287,7 +287,7 @@ TEST(Regex, ChoicesMatchExactlyTheirStrings) {
   const std::vector<std::string> choices = {"a.b", "c|d", "x*", "yes", "yesterday", "(é)", "[1-2]\n"};
   const auto re = CompiledRegex::compile(choice_regex(choices));
   for (const std::string& c : choices) EXPECT_TRUE(run(*re, c).full) << c;
-  for (const std::string& s : {"axb", "c", "d", "xx", "", "é", "1\n", "yesterday!"}) {
+  for (const char* s : {"axb", "c", "d", "xx", "", "é", "1\n", "yesterday!"}) {
     EXPECT_FALSE(run(*re, s).full) << s;
   }
   RegexMatcher m(*re);
@@ -340,7 +340,7 @@ void expect_class_masks_equal_the_maskers(const Tokenizer& tok) {
   const TokenMasker masker(token_bytes(tok, tok.vocab_size(), test::eos_of(tok)));
   std::vector<uint64_t> cached(static_cast<size_t>(masker.num_words())), direct(cached.size());
   std::mt19937_64 rng(13);
-  for (const std::string pattern : {std::string(R"([A-Z][^\n]{0,120}\.)"), std::string(R"(\w+( \w+)*)"),
+  for (const std::string& pattern : {std::string(R"([A-Z][^\n]{0,120}\.)"), std::string(R"(\w+( \w+)*)"),
                                     std::string(R"(\d{1,40})"), std::string(R"((ab|cd){0,30}e?)")}) {
     SCOPED_TRACE(pattern);
     const auto re = CompiledRegex::compile(pattern);
@@ -398,7 +398,9 @@ TEST(Regex, GrammarConstraintCutsDraftsAndMasksRows) {
     const float* row = rows.data() + j * static_cast<size_t>(vocab);
     const int64_t kept = std::count_if(row, row + vocab, [](float v) { return v == 0.0f; });
     EXPECT_GT(kept, 0) << "row " << j;
-    if (j < yes.size()) EXPECT_EQ(row[yes[j]], 0.0f) << "row " << j;
+    if (j < yes.size()) {
+      EXPECT_EQ(row[yes[j]], 0.0f) << "row " << j;
+    }
   }
   for (const int32_t t : yes) ASSERT_TRUE(c.accept_token(t));
   EXPECT_TRUE(c.complete());
