@@ -49,7 +49,8 @@ class CompiledRegex {
   // max_bytes bytes allows the same text tokens from both: a mask computed for one state
   // serves its class (Moore's refinement stopped after max_bytes rounds). [num_states] ids.
   // Computed at the first call for a max_bytes (a long counted run: a few ms), then shared;
-  // thread-safe. The server asks in the request's thread, so the engine's step never waits.
+  // thread-safe. The serving loop asks on the submitting thread (EngineLoop::submit), so the
+  // engine's step never waits.
   std::shared_ptr<const std::vector<int32_t>> lookahead_classes(int32_t max_bytes) const;
   int32_t num_byte_classes() const { return num_byte_classes_; }
 
