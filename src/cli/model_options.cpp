@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "model/load_quantization.h"
 #include "spec/tail_match.h"
 #include "structured/json_schema.h"
+#include "structured/gbnf_grammar.h"
 #include "structured/regex_dfa.h"
 
 namespace dspark::cli {
@@ -138,7 +140,7 @@ void add_output_format_options(CLI::App* cmd, GenerationOptions& g) {
     try {
       return compile();
     } catch (const Error& e) {
-      std::string_view message = e.message();  // "regex: ..." / "json_schema: ...": the option says which
+      std::string_view message = e.message();  // "regex: ..." / "grammar: ..." / "json_schema: ...": the option says which
       if (const size_t colon = message.find(": "); colon != std::string_view::npos && colon < 12)
         message.remove_prefix(colon + 2);
       throw CLI::ValidationError(option, std::string(message));
@@ -158,6 +160,16 @@ void add_output_format_options(CLI::App* cmd, GenerationOptions& g) {
         g.response_format = ResponseFormat::kRegex;
       },
       "The output is one of these strings (repeatable; constrained decoding)");
+  CLI::Option* grammar = cmd->add_option_function<std::string>(
+      "--grammar",
+      [&g, compiled](const std::string& path) {
+        std::ifstream in(path);
+        if (!in.good()) throw CLI::ValidationError("--grammar", "cannot read " + path);
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        g.gbnf_grammar = compiled("--grammar", [&] { return CompiledGrammar::compile(text); });
+        g.response_format = ResponseFormat::kGrammar;
+      },
+      "The output is a string of the context-free grammar in this file (GBNF, rule 'root'; constrained decoding)");
   CLI::Option* schema = cmd->add_option_function<std::string>(
       "--json-schema",
       [&g, compiled](const std::string& path) {
@@ -172,7 +184,7 @@ void add_output_format_options(CLI::App* cmd, GenerationOptions& g) {
   CLI::Option* object = cmd->add_flag_function(
       "--json-object", [&g](int64_t) { g.response_format = ResponseFormat::kJsonObject; },
       "The output is a JSON object (constrained decoding)");
-  const std::vector<CLI::Option*> formats = {regex, choice, schema, object};
+  const std::vector<CLI::Option*> formats = {regex, choice, grammar, schema, object};
   for (CLI::Option* a : formats)
     for (CLI::Option* b : formats)
       if (a != b) a->excludes(b);

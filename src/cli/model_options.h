@@ -38,7 +38,7 @@ struct ModelArgs {
 
 void add_model_options(CLI::App* cmd, ModelArgs& args);
 void add_generation_options(CLI::App* cmd, GenerationOptions& options);
-// --regex / --choice / --json-schema / --json-object (part of add_generation_options).
+// --regex / --choice / --grammar / --json-schema / --json-object (part of add_generation_options).
 void add_output_format_options(CLI::App* cmd, GenerationOptions& options);
 void add_speculator_options(CLI::App* cmd, SpeculatorOptions& options);
 

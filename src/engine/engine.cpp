@@ -131,7 +131,7 @@ int64_t Engine::add_request(std::vector<int32_t> prompt, const GenerationOptions
   request->arrival_time = now_seconds();
   if (proposer_) request->spec_metrics = SpecDecodeMetrics(proposer_->num_speculative_tokens());
   if (options.response_format != ResponseFormat::kText) {
-    if (!token_masker_) {  // one vocabulary masker serves json_object, every schema and every regex
+    if (!token_masker_) {  // one vocabulary masker serves json_object, every schema, regex and grammar
       token_masker_ = std::make_unique<TokenMasker>(
           token_bytes(tokenizer_, model_.config().vocab_size, tokenizer_.eos_ids()));
     }
@@ -141,6 +141,9 @@ int64_t Engine::add_request(std::vector<int32_t> prompt, const GenerationOptions
         break;
       case ResponseFormat::kRegex:
         request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, options.regex);
+        break;
+      case ResponseFormat::kGrammar:
+        request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, options.gbnf_grammar);
         break;
       default: request->grammar = std::make_unique<GrammarConstraint>(*token_masker_);
     }

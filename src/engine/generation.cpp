@@ -37,12 +37,15 @@ void GenerationOptions::validate() const {
   DSPARK_CHECK_REQUEST(min_tokens == 0 || response_format == ResponseFormat::kText,
                        "min_tokens cannot be combined with a constrained output format (its grammar says where "
                        "the output ends)");
-  DSPARK_CHECK_REQUEST(!ignore_eos || response_format != ResponseFormat::kRegex,
-                       "ignore_eos cannot be combined with a regex or choice format (the output may end at any "
-                       "full match)");
+  DSPARK_CHECK_REQUEST(!ignore_eos || (response_format != ResponseFormat::kRegex &&
+                                       response_format != ResponseFormat::kGrammar),
+                       "ignore_eos cannot be combined with a regex, choice or grammar format (the output may end "
+                       "at any full match)");
   DSPARK_CHECK_REQUEST(response_format != ResponseFormat::kJsonSchema || json_schema,
                        "response_format json_schema without a compiled schema");
   DSPARK_CHECK_REQUEST(response_format != ResponseFormat::kRegex || regex, "a regex format without a compiled regex");
+  DSPARK_CHECK_REQUEST(response_format != ResponseFormat::kGrammar || gbnf_grammar,
+                       "a grammar format without a compiled grammar");
   sampling.validate();
 }
 

@@ -16,6 +16,7 @@ namespace dspark {
 
 struct CompiledJsonSchema;  // structured/json_schema.h
 class CompiledRegex;        // structured/regex_dfa.h
+class CompiledGrammar;      // structured/gbnf_grammar.h
 
 enum class FinishReason { kLength, kStop, kEos, kCancelled, kError };
 // OpenAI's names: "length", "stop" (stop strings and EOS), "cancelled", "error".
@@ -50,6 +51,9 @@ enum class ResponseFormat {
   kRegex,       // a full match of GenerationOptions::regex (vLLM's guided regex and choice), likewise
                 // masked; EOS is allowed at every full match, and the output finishes ("stop")
                 // where no byte can follow
+  kGrammar,     // a string of GenerationOptions::gbnf_grammar (a context-free grammar: vLLM's
+                // guided grammar, llama.cpp's grammar), likewise masked; EOS is allowed wherever
+                // the output is one, and the output finishes ("stop") where no byte can follow
 };
 
 struct GenerationOptions {
@@ -80,6 +84,9 @@ struct GenerationOptions {
   // kRegex: the compiled automaton (CompiledRegex::compile), shared and immutable; required
   // then, ignored otherwise.
   std::shared_ptr<const CompiledRegex> regex;
+  // kGrammar: the compiled grammar (CompiledGrammar::compile), shared and immutable; required
+  // then, ignored otherwise.
+  std::shared_ptr<const CompiledGrammar> gbnf_grammar;
 
   void validate() const;                // throws Error (kInvalidRequest) naming the bad field
 };

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "server/request_fields.h"
+#include "structured/gbnf_grammar.h"
 #include "structured/regex_dfa.h"
 
 namespace dspark {
@@ -33,6 +34,17 @@ std::shared_ptr<const CompiledRegex> compile_regex(const std::string& pattern, c
   }
 }
 
+std::shared_ptr<const CompiledGrammar> compile_grammar(const json& text, const std::string& field) {
+  if (!text.is_string()) throw wrong_type(field, "a string (a grammar in GBNF)", text);
+  try {
+    return CompiledGrammar::compile(text.get_ref<const std::string&>());
+  } catch (const Error& e) {
+    std::string_view message = e.message();
+    if (message.starts_with("grammar: ")) message.remove_prefix(9);
+    throw ApiError::bad_request(fmt::format("'{}': {}", field, message), field);
+  }
+}
+
 std::vector<std::string> choices(const json& list, const std::string& field) {
   if (!list.is_array() || list.empty()) throw wrong_type(field, "a non-empty list of strings", list);
   std::vector<std::string> out;
@@ -46,7 +58,7 @@ std::vector<std::string> choices(const json& list, const std::string& field) {
   return out;
 }
 
-enum class Kind { kRegex, kChoice, kJson, kJsonObject };
+enum class Kind { kRegex, kChoice, kGrammar, kJson, kJsonObject };
 
 // One constraint: what it asks, its field name (as the client spelled it) and the JSON path to it.
 struct Constraint {
@@ -62,6 +74,9 @@ void apply(const Constraint& c, std::string_view text, ParsedRequest& r) {
     if (!c.value->is_string()) throw wrong_type(c.field, "a string", *c.value);
     o.regex = compile_regex(c.value->get<std::string>(), c.field);
     o.response_format = ResponseFormat::kRegex;
+  } else if (c.kind == Kind::kGrammar) {
+    o.gbnf_grammar = compile_grammar(*c.value, c.field);
+    o.response_format = ResponseFormat::kGrammar;
   } else if (c.kind == Kind::kChoice) {
     o.regex = compile_regex(choice_regex(choices(*c.value, c.field)), c.field);
     o.response_format = ResponseFormat::kRegex;
@@ -105,26 +120,26 @@ void parse_structured_outputs(const json& body, std::string_view text, ParsedReq
   const Fields top(body);
   std::vector<Constraint> found;
   for (const auto& [key, kind] : {std::pair{"guided_regex", Kind::kRegex}, std::pair{"guided_choice", Kind::kChoice},
+                                   std::pair{"guided_grammar", Kind::kGrammar}, std::pair{"grammar", Kind::kGrammar},
                                    std::pair{"guided_json", Kind::kJson}}) {
     if (const json* v = top.get(key)) found.push_back({kind, key, v, {key}});
   }
-  if (top.get("guided_grammar")) throw unsupported("guided_grammar", "a grammar constraint (EBNF / Lark / GBNF)");
   if (top.get("guided_whitespace_pattern")) throw unsupported("guided_whitespace_pattern", "a whitespace pattern");
   if (const json* so = top.get("structured_outputs")) {
     if (!so->is_object()) throw wrong_type("structured_outputs", "an object", *so);
     const Fields f(*so, "structured_outputs.");
     for (const auto& [key, kind] : {std::pair{"regex", Kind::kRegex}, std::pair{"choice", Kind::kChoice},
-                                     std::pair{"json", Kind::kJson}, std::pair{"json_object", Kind::kJsonObject}}) {
+                                     std::pair{"grammar", Kind::kGrammar}, std::pair{"json", Kind::kJson},
+                                     std::pair{"json_object", Kind::kJsonObject}}) {
       if (const json* v = f.get(key)) found.push_back({kind, f.name(key), v, {"structured_outputs", key}});
     }
-    if (f.get("grammar")) throw unsupported("structured_outputs.grammar", "a grammar constraint (EBNF / Lark / GBNF)");
     if (f.get("structural_tag")) throw unsupported("structured_outputs.structural_tag", "a structural tag");
     if (f.get("whitespace_pattern")) throw unsupported("structured_outputs.whitespace_pattern", "a whitespace pattern");
     if (f.boolean("disable_any_whitespace").value_or(false)) {
       throw unsupported("structured_outputs.disable_any_whitespace", "JSON without whitespace");
     }
     if (found.empty()) {
-      throw ApiError::bad_request("'structured_outputs' needs one of 'regex', 'choice', 'json' or 'json_object'",
+      throw ApiError::bad_request("'structured_outputs' needs one of 'regex', 'choice', 'grammar', 'json' or 'json_object'",
                                   "structured_outputs");
     }
   }

@@ -12,31 +12,6 @@ namespace {
 
 using Ranges = std::vector<CodeRange>;
 
-// Sorts and merges overlapping or adjacent ranges.
-Ranges normalized(Ranges r) {
-  std::sort(r.begin(), r.end(), [](CodeRange a, CodeRange b) { return a.lo < b.lo; });
-  Ranges out;
-  for (const CodeRange c : r) {
-    if (!out.empty() && c.lo <= out.back().hi + 1) {
-      out.back().hi = std::max(out.back().hi, c.hi);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-Ranges complement(const Ranges& sorted) {
-  Ranges out;
-  uint32_t next = 0;
-  for (const CodeRange c : sorted) {
-    if (c.lo > next) out.push_back({next, c.lo - 1});
-    next = c.hi + 1;
-  }
-  if (next <= kMaxCodePoint) out.push_back({next, kMaxCodePoint});
-  return out;
-}
-
 Ranges digits() { return {{'0', '9'}}; }
 Ranges word() { return {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}; }
 Ranges space() { return {{'\t', '\r'}, {' ', ' '}}; }  // \t \n \v \f \r and the space
@@ -80,7 +55,7 @@ class Parser {
   int32_t add_set(Ranges r) {
     Node n;
     n.kind = Node::Kind::kSet;
-    n.set = normalized(std::move(r));
+    n.set = normalized_ranges(std::move(r));
     return add(std::move(n));
   }
 
@@ -256,8 +231,8 @@ class Parser {
       r.push_back({lo, hi});
     }
     ++pos_;
-    r = normalized(std::move(r));
-    if (negated) r = complement(r);
+    r = normalized_ranges(std::move(r));
+    if (negated) r = complement_ranges(r);
     if (r.empty()) fail_at("a class that matches no character", open);
     return r;
   }
@@ -275,11 +250,11 @@ class Parser {
     };
     switch (c) {
       case 'd': r = digits(); return false;
-      case 'D': r = complement(digits()); return false;
+      case 'D': r = complement_ranges(digits()); return false;
       case 'w': r = word(); return false;
-      case 'W': r = complement(word()); return false;
+      case 'W': r = complement_ranges(word()); return false;
       case 's': r = space(); return false;
-      case 'S': r = complement(space()); return false;
+      case 'S': r = complement_ranges(space()); return false;
       case 'n': return single('\n');
       case 't': return single('\t');
       case 'r': return single('\r');
@@ -325,6 +300,31 @@ class Parser {
 };
 
 }  // namespace
+
+Ranges normalized_ranges(Ranges r) {
+  std::sort(r.begin(), r.end(), [](CodeRange a, CodeRange b) { return a.lo < b.lo; });
+  Ranges out;
+  for (const CodeRange c : r) {
+    if (!out.empty() && c.lo <= out.back().hi + 1) {
+      out.back().hi = std::max(out.back().hi, c.hi);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+Ranges complement_ranges(const Ranges& sorted) {
+  Ranges out;
+  uint32_t next = 0;
+  for (const CodeRange c : sorted) {
+    if (c.lo > next) out.push_back({next, c.lo - 1});
+    next = c.hi + 1;
+  }
+  if (next <= kMaxCodePoint) out.push_back({next, kMaxCodePoint});
+  return out;
+}
+
 
 Tree parse_regex(std::string_view pattern) { return Parser(pattern).parse(); }
 

@@ -29,6 +29,12 @@ struct CodeRange {
   uint32_t hi;  // inclusive
 };
 
+using CodeRanges = std::vector<CodeRange>;
+// Sorted, with overlapping and adjacent ranges merged.
+CodeRanges normalized_ranges(CodeRanges ranges);
+// The code points in [0, kMaxCodePoint] outside sorted (normalized) ranges.
+CodeRanges complement_ranges(const CodeRanges& sorted);
+
 struct Node {
   enum class Kind : uint8_t { kEmpty, kSet, kConcat, kAlternate, kRepeat };
   Kind kind = Kind::kEmpty;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "structured/gbnf_grammar.h"
 #include "structured/regex_dfa.h"
 
 namespace dspark {
@@ -109,5 +110,7 @@ template bool TokenMasker::advance<JsonMatcher>(JsonMatcher&, int32_t) const;
 template bool TokenMasker::advance<SchemaMatcher>(SchemaMatcher&, int32_t) const;
 template void TokenMasker::allowed_tokens<RegexMatcher>(const RegexMatcher&, std::span<uint64_t>) const;
 template bool TokenMasker::advance<RegexMatcher>(RegexMatcher&, int32_t) const;
+template void TokenMasker::allowed_tokens<GrammarMatcher>(const GrammarMatcher&, std::span<uint64_t>) const;
+template bool TokenMasker::advance<GrammarMatcher>(GrammarMatcher&, int32_t) const;
 
 }  // namespace dspark

@@ -1,8 +1,9 @@
 // Which tokens may come next under a grammar state (JsonMatcher for json_object,
-// SchemaMatcher for json_schema, RegexMatcher for a regex or a choice): a bit per
-// vocabulary id, and applying that to a logits row (disallowed ids get -inf). One masker
-// per vocabulary serves every grammar: the member templates are instantiated for each
-// matcher, so json_object runs the same code as before schemas existed.
+// SchemaMatcher for json_schema, RegexMatcher for a regex or a choice, GrammarMatcher for a
+// context-free grammar): a bit per vocabulary id, and applying that to a logits row
+// (disallowed ids get -inf). One masker per vocabulary serves every grammar: the member
+// templates are instantiated for each matcher, so json_object runs the same code as before
+// schemas existed.
 //
 // Token t is allowed after state s when
 //   - t is kText and s.advance(bytes[t]) succeeds (the text stays a prefix of some valid
@@ -54,7 +55,7 @@ class TokenMasker {
   int32_t max_token_bytes() const { return max_token_bytes_; }  // the longest text token
 
   // mask: [num_words()] overwritten with the allowed ids after state.
-  // Matcher: JsonMatcher, SchemaMatcher or RegexMatcher (instantiated in token_mask.cpp).
+  // Matcher: JsonMatcher, SchemaMatcher, RegexMatcher or GrammarMatcher (instantiated in token_mask.cpp).
   template <class Matcher>
   void allowed_tokens(const Matcher& state, std::span<uint64_t> mask) const;
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "structured/gbnf_grammar.h"
 #include "structured/regex_dfa.h"
 
 namespace dspark {
@@ -87,5 +88,6 @@ void TokenTrie::allow(const Matcher& state, std::span<uint64_t> mask) const {
 template void TokenTrie::allow<JsonMatcher>(const JsonMatcher&, std::span<uint64_t>) const;
 template void TokenTrie::allow<SchemaMatcher>(const SchemaMatcher&, std::span<uint64_t>) const;
 template void TokenTrie::allow<RegexMatcher>(const RegexMatcher&, std::span<uint64_t>) const;
+template void TokenTrie::allow<GrammarMatcher>(const GrammarMatcher&, std::span<uint64_t>) const;
 
 }  // namespace dspark

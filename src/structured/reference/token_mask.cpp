@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "structured/gbnf_grammar.h"
 #include "structured/regex_dfa.h"
 #include "structured/token_mask.h"
 
@@ -31,5 +32,6 @@ void allowed_tokens(const TokenBytes& vocabulary, const Matcher& state, std::spa
 template void allowed_tokens<JsonMatcher>(const TokenBytes&, const JsonMatcher&, std::span<uint64_t>);
 template void allowed_tokens<SchemaMatcher>(const TokenBytes&, const SchemaMatcher&, std::span<uint64_t>);
 template void allowed_tokens<RegexMatcher>(const TokenBytes&, const RegexMatcher&, std::span<uint64_t>);
+template void allowed_tokens<GrammarMatcher>(const TokenBytes&, const GrammarMatcher&, std::span<uint64_t>);
 
 }  // namespace dspark::reference
