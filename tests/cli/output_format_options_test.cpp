@@ -1,6 +1,6 @@
-// `dspark generate --regex / --choice / --json-schema / --json-object`, as a user types them,
-// on stories260K: the output follows the constraint, sampled or greedy; a bad pattern, an
-// unreadable schema or two constraints at once are one clear line.
+// `dspark generate --regex / --choice / --grammar / --json-schema / --json-object`, as a user
+// types them, on stories260K: the output follows the constraint, sampled or greedy; a bad
+// pattern or grammar, an unreadable file or two constraints at once are one clear line.
 #include <fstream>
 #include <regex>
 #include <string>
@@ -40,11 +40,18 @@ TEST(OutputFormatOptions, TheOutputFollowsTheConstraint) {
   const nlohmann::json value = nlohmann::json::parse(schema.out, nullptr, false);
   ASSERT_TRUE(value.is_object()) << schema.out;
   EXPECT_TRUE(value.size() == 1 && value["ok"].is_boolean()) << schema.out;
+  std::ofstream(dir / "story.gbnf") << "# a sentence, then a count\nroot ::= sentence \" \" [0-9]{1,3}\n"
+                                    << "sentence ::= [A-Z] [a-z]* (\" \" [a-z]+){2,8} \".\"\n";
+  const testing::CommandRun grammar = generate("--temperature 0 --grammar " + (dir / "story.gbnf").string());
+  EXPECT_TRUE(std::regex_match(grammar.out, std::regex(R"([A-Z][a-z]*( [a-z]+){2,8}\. [0-9]{1,3}\n)"))) << grammar.out;
   const testing::CommandRun object = generate("--temperature 0 --max-tokens 400 --json-object");
   EXPECT_NE(object.out.find('{'), std::string::npos) << object.out;
 }
 
 TEST(OutputFormatOptions, BadValuesAreOneClearLine) {
+  const auto dir = testing::make_temp_dir("output-format-bad");
+  std::ofstream(dir / "a.gbnf") << "root ::= \"a\"\n";
+  const std::string both = "--grammar " + (dir / "a.gbnf").string() + " --regex a";
   testing::expect_refused([](const std::string& args) { return generate(args, true); },
                           {
                               {"--regex '(ab'", "--regex: an unclosed '(' at byte 0"},
@@ -54,7 +61,10 @@ TEST(OutputFormatOptions, BadValuesAreOneClearLine) {
                               {"--json-object --regex a", "excludes"},
                               {"--json-schema /nonexistent.json", "--json-schema: cannot read /nonexistent.json"},
                               {"--regex a --min-tokens 2", "min_tokens cannot be combined with a constrained output"},
-                              {"--regex a --ignore-eos", "ignore_eos cannot be combined with a regex or choice"},
+                              {"--regex a --ignore-eos", "ignore_eos cannot be combined with a regex, choice or grammar"},
+                              {"--grammar /nonexistent.gbnf", "--grammar: cannot read /nonexistent.gbnf"},
+                              {"--grammar /dev/null", "--grammar: no rule 'root'"},
+                              {both.c_str(), "--regex excludes --grammar"},
                           });
 }
 

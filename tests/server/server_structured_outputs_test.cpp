@@ -1,5 +1,5 @@
-// vLLM's structured outputs through the server with a real (tiny) model: a regex, a choice
-// or a JSON Schema holds whatever the model would write, whole and streamed, on both
+// vLLM's structured outputs through the server with a real (tiny) model: a regex, a choice,
+// a grammar or a JSON Schema holds whatever the model would write, whole and streamed, on both
 // endpoints, greedy and sampled; greedy replies are the same with and without speculation;
 // and every malformed or unsupported constraint is a 400 naming its field.
 #include <regex>
@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "server/test_server.h"
+#include "structured/gbnf_grammar.h"
 #include "structured/regex_dfa.h"
 
 namespace dspark {
@@ -61,6 +62,38 @@ TEST(ServerStructuredOutputs, ARegexHoldsWholeAndStreamedOnBothEndpoints) {
       const Reply whole = post(server.port(), path, body);
       EXPECT_TRUE(std::regex_match(whole.text, full)) << whole.text;
       EXPECT_EQ(whole.finish, "stop");
+      json streamed_body = body;
+      streamed_body["stream"] = true;
+      const auto streamed = http_stream(server.port(), path, streamed_body.dump());
+      ASSERT_TRUE(streamed.done);
+      EXPECT_EQ(streamed.text, whole.text);
+      EXPECT_EQ(streamed.finish_reason, "stop");
+    }
+  }
+}
+
+// The same pattern's language as a grammar, under vLLM's two fields and llama.cpp's.
+constexpr const char* kGrammar =
+    "root ::= [0-9]{3} \"-\" word (\" \" name)? \".\"\nword ::= [a-z]{2,4}\nname ::= [A-Z] [a-z]{0,6}";
+
+TEST(ServerStructuredOutputs, AGrammarHoldsWholeAndStreamedOnBothEndpoints) {
+  TestServer server;
+  const std::regex full(kPattern);
+  const auto grammar = CompiledGrammar::compile(kGrammar);
+  for (const json& constraint : {json{{"structured_outputs", {{"grammar", kGrammar}}}},
+                                 json{{"guided_grammar", kGrammar}}, json{{"grammar", kGrammar}}}) {
+    for (const std::string path : {"/v1/completions", "/v1/chat/completions"}) {
+      SCOPED_TRACE(constraint.dump() + " " + path);
+      const json body = path == "/v1/completions" ? completion(constraint) : chat(constraint);
+      const Reply whole = post(server.port(), path, body);
+      EXPECT_TRUE(std::regex_match(whole.text, full)) << whole.text;
+      GrammarMatcher m(*grammar);
+      EXPECT_TRUE(m.advance(whole.text) && m.complete()) << whole.text;
+      EXPECT_EQ(whole.finish, "stop");
+      // The regex of the same language gives the same greedy reply.
+      const json same = {{"guided_regex", kPattern}};
+      EXPECT_EQ(post(server.port(), path, path == "/v1/completions" ? completion(same) : chat(same)).text,
+                whole.text);
       json streamed_body = body;
       streamed_body["stream"] = true;
       const auto streamed = http_stream(server.port(), path, streamed_body.dump());
@@ -125,7 +158,9 @@ TEST(ServerStructuredOutputs, GreedyRepliesAreTheSameWithSpeculation) {
   TestServer speculating(o);
   for (const json& constraint : {json{{"guided_regex", kPattern}},
                                  json{{"guided_regex", R"((the|a|an) [a-z ]{1,30}\.)"}},
-                                 json{{"guided_choice", {"once upon a time", "once", "a little girl"}}}}) {
+                                 json{{"guided_choice", {"once upon a time", "once", "a little girl"}}},
+                                 json{{"guided_grammar", kGrammar}},
+                                 json{{"grammar", "root ::= (\"the\" | \"a\") (\" \" [a-z]+){1,6} \".\""}}}) {
     SCOPED_TRACE(constraint.dump());
     const Reply a = post(plain.port(), "/v1/completions", completion(constraint));
     const Reply b = post(speculating.port(), "/v1/completions", completion(constraint));
@@ -160,8 +195,12 @@ TEST(ServerStructuredOutputs, BadOrUnsupportedConstraintsAre400sNamingTheirField
       {{{"guided_regex", "a+"}, {"guided_choice", {"a"}}}, "guided_choice", "both constrain the output"},
       {{{"guided_regex", "a+"}, {"response_format", {{"type", "json_object"}}}}, "guided_regex",
        "cannot be combined with 'response_format'"},
-      {{{"guided_grammar", "root ::= \"a\""}}, "guided_grammar", "is not supported"},
-      {{{"structured_outputs", {{"grammar", "root ::= \"a\""}}}}, "structured_outputs.grammar", "is not supported"},
+      {{{"guided_grammar", 3}}, "guided_grammar", "must be a string (a grammar in GBNF)"},
+      {{{"structured_outputs", {{"grammar", "start: \"a\""}}}}, "structured_outputs.grammar",
+       "expected '::=' after the rule name 'start' at line 1 column 6"},
+      {{{"grammar", "root ::= root \"a\" | \"b\""}}, "grammar", "left-recursive"},
+      {{{"grammar", "root ::= item"}}, "grammar", "rule 'item' is used but not defined"},
+      {{{"guided_grammar", "root ::= \"a\""}, {"guided_regex", "a"}}, "guided_grammar", "both constrain the output"},
       {{{"structured_outputs", {{"structural_tag", "{}"}}}}, "structured_outputs.structural_tag", "is not supported"},
       {{{"structured_outputs", {{"regex", "a+"}, {"disable_any_whitespace", true}}}},
        "structured_outputs.disable_any_whitespace", "is not supported"},
@@ -174,7 +213,8 @@ TEST(ServerStructuredOutputs, BadOrUnsupportedConstraintsAre400sNamingTheirField
   }
   // The engine's own checks: a regex output ends where its grammar says.
   for (const json& extra :
-       {json{{"guided_regex", "a+"}, {"ignore_eos", true}}, json{{"guided_regex", "a+"}, {"min_tokens", 2}}}) {
+       {json{{"guided_regex", "a+"}, {"ignore_eos", true}}, json{{"guided_regex", "a+"}, {"min_tokens", 2}},
+        json{{"grammar", "root ::= \"a\"+"}, {"ignore_eos", true}}}) {
     const auto r = http_post(server.port(), "/v1/completions", completion(extra).dump());
     EXPECT_EQ(r.status, 400) << extra.dump() << ": " << r.body;
   }
