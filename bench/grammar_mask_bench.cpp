@@ -1,6 +1,7 @@
 // What constrained decoding costs per row of logits: the allowed-token mask of one grammar
-// state (TokenMasker::allowed_tokens) over a real vocabulary, for regex states of several
-// kinds next to JSON ones; and what compiling a regex costs per request.
+// state (TokenMasker::allowed_tokens) over a real vocabulary, for regex and GBNF grammar
+// states of several kinds next to JSON ones; a request's masks along its output; and what
+// compiling a regex or a grammar costs per request.
 //
 // Vocabularies: models/tiny-target (8,192 tokens) and GPT-2's (50,257) from the shared data.
 // States: reached by walking the first bytes of a text the grammar accepts, so each one is a
@@ -15,7 +16,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include "structured/gbnf_grammar.h"
 #include "structured/grammar_constraint.h"
+#include "structured/grammar_state_table.h"
 #include "structured/json_matcher.h"
 #include "structured/regex_dfa.h"
 #include "structured/regex_token_masks.h"
@@ -180,6 +183,118 @@ void BM_JsonMask(benchmark::State& state) {
                  (state.range(1) == 0 ? ", json_object in a string" : ", json_object between members"));
 }
 BENCHMARK(BM_JsonMask)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
+
+// A JSON grammar in GBNF (any JSON object, as json_object allows, written as rules), and two
+// smaller ones; a text each accepts.
+constexpr const char* kJsonGbnf = R"g(root   ::= object
+object ::= "{" ws (member ("," ws member)*)? "}" ws
+member ::= string ":" ws value
+array  ::= "[" ws (value ("," ws value)*)? "]" ws
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+string ::= "\"" char* "\"" ws
+char   ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws
+ws     ::= [ \t\n]*
+)g";
+
+struct GrammarCase {
+  const char* name;
+  const char* gbnf;
+  const char* text;
+  size_t cut;
+};
+
+const std::vector<GrammarCase>& grammar_cases() {
+  static const std::vector<GrammarCase> cases = {
+      {"sentence (any char but newline)", "root ::= [A-Z] [^\n]* \".\"", "The cat sat on the mat.", 9},
+      {"JSON, in a string at depth 2", kJsonGbnf, R"({"a": {"name": "Al", "n": 1}})", 16},
+      {"JSON, between members at depth 2", kJsonGbnf, R"({"a": {"name": "Al", "n": 1}})", 20},
+      {"expression, 3 parentheses deep", "root ::= expr\nexpr ::= term ([-+*/] term)*\nterm ::= [0-9]+ | \"(\" expr \")\"",
+       "((1+(2*", 7},
+  };
+  return cases;
+}
+
+// One state's mask: range(2) 0 = a walk stepping the matcher at every trie node; 1 = through
+// a GrammarStateTable new at each iteration (each (state, byte) stepped once: a request's
+// first walk from a state); 2 = through one table kept across iterations (the walk alone).
+void BM_GrammarMask(benchmark::State& state) {
+  const TokenMasker& m = masker(static_cast<size_t>(state.range(0)));
+  const GrammarCase& c = grammar_cases()[static_cast<size_t>(state.range(1))];
+  const auto grammar = CompiledGrammar::compile(c.gbnf);
+  GrammarMatcher matcher(*grammar);
+  if (!matcher.advance(std::string_view(c.text).substr(0, c.cut))) state.SkipWithError("text not accepted");
+  std::vector<uint64_t> mask(static_cast<size_t>(m.num_words()));
+  GrammarStateTable kept(*grammar);
+  int64_t states = 0;
+  for (auto _ : state) {
+    if (state.range(2) == 0) {
+      m.allowed_tokens(matcher, mask);
+    } else if (state.range(2) == 1) {
+      GrammarStateTable table(*grammar);
+      m.allowed_tokens(GrammarStateRef(table, table.intern(matcher)), mask);
+      states = table.size();
+    } else {
+      m.allowed_tokens(GrammarStateRef(kept, kept.intern(matcher)), mask);
+      states = kept.size();
+    }
+    benchmark::DoNotOptimize(mask.data());
+  }
+  int64_t allowed = 0;
+  for (const uint64_t w : mask) allowed += __builtin_popcountll(w);
+  state.SetLabel(std::string(vocabularies()[static_cast<size_t>(state.range(0))].name) + ", " + c.name +
+                 ", allowed " + std::to_string(allowed) + ", " + std::to_string(matcher.num_stacks()) + " stacks, " +
+                 (state.range(2) == 0 ? "matcher steps" : state.range(2) == 1 ? "new table" : "kept table") +
+                 (state.range(2) == 0 ? "" : " (" + std::to_string(states) + " states)"));
+}
+BENCHMARK(BM_GrammarMask)->ArgsProduct({{0, 1}, {0, 1, 2, 3}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
+
+// A request's masks along its output, token by token (the text as the vocabulary's
+// tokenizer splits it): a fresh trie walk at every position (range(2) == 0), or through the
+// request's GrammarConstraint (1: a mask per distinct state, cached; a new constraint each
+// iteration, so its walks are paid for). Time per output.
+void BM_GrammarRequestMasks(benchmark::State& state) {
+  const size_t vocab = static_cast<size_t>(state.range(0));
+  const TokenMasker& m = masker(vocab);
+  const Vocabulary& v = vocabularies()[vocab];
+  const Tokenizer tok = fs::is_directory(v.path) ? Tokenizer::from_dir(v.path) : Tokenizer::from_file(v.path);
+  struct Output { const char* name; const char* gbnf; std::string text; };
+  const std::vector<Output> outputs = {
+      {"JSON object", kJsonGbnf,
+       R"({"name": "Alice Smith", "age": 42, "city": "Paris", "tags": ["admin", "editor"], )"
+       R"("address": {"street": "12 Rue de la Paix", "zip": "75002"}, "active": true})"},
+      {"sentence", "root ::= [A-Z] [^\n]* \".\"",
+       "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat by the door."}};
+  const Output& o = outputs[static_cast<size_t>(state.range(1))];
+  const auto grammar = CompiledGrammar::compile(o.gbnf);
+  const std::vector<int32_t> tokens = tok.encode(o.text, false);
+  std::vector<uint64_t> mask(static_cast<size_t>(m.num_words()));
+  for (auto _ : state) {
+    GrammarConstraint constraint(m, grammar);
+    GrammarMatcher matcher(*grammar);
+    for (const int32_t t : tokens) {
+      if (state.range(2) == 0) {
+        m.allowed_tokens(matcher, mask);
+        benchmark::DoNotOptimize(mask.data());
+        if (!m.advance(matcher, t)) state.SkipWithError("text not accepted");
+      } else {
+        benchmark::DoNotOptimize(constraint.allowed_tokens({}).data());
+        if (!constraint.accept_token(t)) state.SkipWithError("text not accepted");
+      }
+    }
+  }
+  state.counters["tokens"] = static_cast<double>(tokens.size());
+  state.SetLabel(std::string(v.name) + ", " + o.name + (state.range(2) == 0 ? ", a walk per token" : ", cached by state"));
+}
+BENCHMARK(BM_GrammarRequestMasks)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
+
+void BM_GrammarCompile(benchmark::State& state) {
+  const GrammarCase& c = grammar_cases()[static_cast<size_t>(state.range(0))];
+  int64_t slots = 0;
+  for (auto _ : state) slots = CompiledGrammar::compile(c.gbnf)->num_slots();
+  state.SetLabel(std::string(c.name) + ", " + std::to_string(slots) + " slots");
+}
+BENCHMARK(BM_GrammarCompile)->DenseRange(0, 3, 1)->Unit(benchmark::kMicrosecond);
 
 void BM_RegexCompile(benchmark::State& state) {
   const RegexCase& c = regex_cases()[static_cast<size_t>(state.range(0))];

@@ -27,6 +27,7 @@ GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<
     : masker_(&masker), cfg_(std::move(grammar)), bits_(static_cast<size_t>(masker.num_words())) {
   DSPARK_CHECK(cfg_ != nullptr, "GrammarConstraint: no compiled grammar");
   matcher_ = GrammarMatcher(*cfg_);
+  cfg_states_ = std::make_unique<GrammarStateTable>(*cfg_);
 }
 
 template <class Matcher>
@@ -40,7 +41,8 @@ void GrammarConstraint::fill_allowed(const Matcher& m) {
       std::copy(it->second.begin(), it->second.end(), bits_.begin());
       return;
     }
-    masker_->allowed_tokens(m, bits_);
+    if (cfg_states_->size() > GrammarStateTable::kMaxStates) cfg_states_->clear();
+    masker_->allowed_tokens(GrammarStateRef(*cfg_states_, cfg_states_->intern(m)), bits_);
     const int64_t bytes = static_cast<int64_t>(bits_.size() * sizeof(uint64_t) + key.size());
     if (grammar_mask_bytes_ + bytes <= kMaxGrammarMaskCacheBytes) {
       grammar_mask_bytes_ += bytes;

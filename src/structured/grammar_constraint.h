@@ -23,8 +23,9 @@
 // Holds a pointer to the masker, which must outlive it, and shares ownership of the
 // schema or automaton. Not thread-safe; one per request. No allocation after construction
 // (a regex's: once for each class of its states that the output reaches, RegexTokenMasks; a
-// grammar's: a mask for each state reached, cached up to kMaxGrammarMaskCacheBytes, since
-// loops such as a string's characters come back to the same stacks again and again).
+// grammar's: the states its masks' walks reach (GrammarStateTable), and a mask for each state
+// of the output, cached up to kMaxGrammarMaskCacheBytes, since loops such as a string's
+// characters come back to the same stacks again and again).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,7 @@
 
 #include "core/token_grammar.h"
 #include "structured/gbnf_grammar.h"
+#include "structured/grammar_state_table.h"
 #include "structured/json_matcher.h"
 #include "structured/json_schema.h"
 #include "structured/regex_dfa.h"
@@ -97,6 +99,7 @@ class GrammarConstraint final : public TokenGrammar {
   std::shared_ptr<const CompiledRegex> regex_;        // regex: likewise
   std::unique_ptr<RegexTokenMasks> regex_masks_;      // regex: its states' masks, each class walked once
   std::shared_ptr<const CompiledGrammar> cfg_;        // grammar: what matcher_ points into
+  std::unique_ptr<GrammarStateTable> cfg_states_;     // grammar: the states its walks reached
   std::unordered_map<std::string, std::vector<uint64_t>> grammar_masks_;  // grammar: by GrammarMatcher::key
   int64_t grammar_mask_bytes_ = 0;                    // held in grammar_masks_
   std::vector<int32_t> key_;                          // scratch for a grammar state's key

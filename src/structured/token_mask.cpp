@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "structured/gbnf_grammar.h"
+#include "structured/grammar_state_table.h"
 #include "structured/regex_dfa.h"
 
 namespace dspark {
@@ -112,5 +113,6 @@ template void TokenMasker::allowed_tokens<RegexMatcher>(const RegexMatcher&, std
 template bool TokenMasker::advance<RegexMatcher>(RegexMatcher&, int32_t) const;
 template void TokenMasker::allowed_tokens<GrammarMatcher>(const GrammarMatcher&, std::span<uint64_t>) const;
 template bool TokenMasker::advance<GrammarMatcher>(GrammarMatcher&, int32_t) const;
+template void TokenMasker::allowed_tokens<GrammarStateRef>(const GrammarStateRef&, std::span<uint64_t>) const;
 
 }  // namespace dspark

@@ -55,7 +55,8 @@ class TokenMasker {
   int32_t max_token_bytes() const { return max_token_bytes_; }  // the longest text token
 
   // mask: [num_words()] overwritten with the allowed ids after state.
-  // Matcher: JsonMatcher, SchemaMatcher, RegexMatcher or GrammarMatcher (instantiated in token_mask.cpp).
+  // Matcher: JsonMatcher, SchemaMatcher, RegexMatcher, GrammarMatcher or GrammarStateRef
+  // (instantiated in token_mask.cpp).
   template <class Matcher>
   void allowed_tokens(const Matcher& state, std::span<uint64_t> mask) const;
 

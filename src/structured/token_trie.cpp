@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "structured/gbnf_grammar.h"
+#include "structured/grammar_state_table.h"
 #include "structured/regex_dfa.h"
 
 namespace dspark {
@@ -89,5 +90,6 @@ template void TokenTrie::allow<JsonMatcher>(const JsonMatcher&, std::span<uint64
 template void TokenTrie::allow<SchemaMatcher>(const SchemaMatcher&, std::span<uint64_t>) const;
 template void TokenTrie::allow<RegexMatcher>(const RegexMatcher&, std::span<uint64_t>) const;
 template void TokenTrie::allow<GrammarMatcher>(const GrammarMatcher&, std::span<uint64_t>) const;
+template void TokenTrie::allow<GrammarStateRef>(const GrammarStateRef&, std::span<uint64_t>) const;
 
 }  // namespace dspark

@@ -26,7 +26,8 @@ class TokenTrie {
 
   // Sets (ORs) bit id of mask for every token of the trie that state accepts entirely.
   // mask: [words covering the largest id]. No allocation for tokens of < 256 bytes.
-  // Matcher: JsonMatcher, SchemaMatcher, RegexMatcher or GrammarMatcher (instantiated in token_trie.cpp).
+  // Matcher: JsonMatcher, SchemaMatcher, RegexMatcher, GrammarMatcher or GrammarStateRef
+  // (instantiated in token_trie.cpp).
   template <class Matcher>
   void allow(const Matcher& state, std::span<uint64_t> mask) const;
 

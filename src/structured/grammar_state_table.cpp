@@ -1,0 +1,34 @@
+#include "structured/grammar_state_table.h"
+
+namespace dspark {
+
+int32_t GrammarStateTable::intern(const GrammarMatcher& m) {
+  m.key(key_);
+  std::string key(reinterpret_cast<const char*>(key_.data()), key_.size() * sizeof(int32_t));
+  const auto [it, added] = ids_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
+  if (added) {
+    states_.push_back(m);
+    ascii_.emplace_back().fill(kUnknown);
+  }
+  return it->second;
+}
+
+int32_t GrammarStateTable::step(int32_t id, uint8_t byte) {
+  scratch_ = states_[static_cast<size_t>(id)];
+  const int32_t result = scratch_.advance(byte) ? intern(scratch_) : kDead;
+  if (byte < 128) {
+    ascii_[static_cast<size_t>(id)][byte] = result;
+  } else {
+    other_[static_cast<uint64_t>(id) << 8 | byte] = result;
+  }
+  return result;
+}
+
+void GrammarStateTable::clear() {
+  states_.clear();
+  ascii_.clear();
+  other_.clear();
+  ids_.clear();
+}
+
+}  // namespace dspark
