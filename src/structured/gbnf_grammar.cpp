@@ -17,12 +17,11 @@ using SlotKind = CompiledGrammar::SlotKind;
 // Stacks in GrammarMatcher's layout: [h, positions...] one after another.
 struct Stacks {
   std::vector<int32_t> words;
+  int64_t n = 0;  // stacks held
 
-  void clear() { words.clear(); }
-  int64_t count() const {
-    int64_t n = 0;
-    for (size_t i = 0; i < words.size(); i += static_cast<size_t>(words[i]) + 1) ++n;
-    return n;
+  void clear() {
+    words.clear();
+    n = 0;
   }
   bool contains(std::span<const int32_t> stack) const {
     for (size_t i = 0; i < words.size(); i += static_cast<size_t>(words[i]) + 1) {
@@ -34,6 +33,7 @@ struct Stacks {
     return false;
   }
   void add(std::span<const int32_t> stack) {
+    ++n;
     words.push_back(static_cast<int32_t>(stack.size()));
     words.insert(words.end(), stack.begin(), stack.end());
   }
@@ -42,15 +42,17 @@ struct Stacks {
 // Expands the references at the top of `stack` (left as it was on return) into out until
 // every top is a class or the stack is empty. seen: the stacks with a reference at the top
 // already expanded in this step (a loop through rules that may be empty comes back to one).
-// False when out would pass kMaxStacks.
+// False when out would pass kMaxStacks, or seen kMaxExpansions (a character whose parses
+// take more work than that is refused, as one past the caps).
 bool expand(const CompiledGrammar& g, std::vector<int32_t>& stack, Stacks& out, Stacks& seen) {
   if (stack.empty() || g.slot(stack.back()).kind == SlotKind::kChars) {
     if (out.contains(stack)) return true;
-    if (out.count() >= CompiledGrammar::kMaxStacks) return false;
+    if (out.n >= CompiledGrammar::kMaxStacks) return false;
     out.add(stack);
     return true;
   }
   if (seen.contains(stack)) return true;
+  if (seen.n >= CompiledGrammar::kMaxExpansions) return false;
   seen.add(stack);
   const int32_t at = stack.back();
   stack.pop_back();
@@ -228,7 +230,8 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(std::string_view
 
   Stacks out, seen;
   std::vector<int32_t> stack{0};
-  DSPARK_CHECK_REQUEST(expand(*g, stack, out, seen), "grammar: more than {} parses at the start", kMaxStacks);
+  DSPARK_CHECK_REQUEST(expand(*g, stack, out, seen),
+                       "grammar: more than {} parses, or {} expansions, at the start", kMaxStacks, kMaxExpansions);
   DSPARK_CHECK_REQUEST(out.words.size() > 1, "grammar: it matches only the empty string");
   g->start_ = std::move(out.words);
   return g;
@@ -256,7 +259,11 @@ bool GrammarMatcher::can_end() const {
   return false;
 }
 
-int64_t GrammarMatcher::num_stacks() const { return Stacks{stacks_}.count(); }
+int64_t GrammarMatcher::num_stacks() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < stacks_.size(); i += static_cast<size_t>(stacks_[i]) + 1) ++n;
+  return n;
+}
 
 void GrammarMatcher::key(std::vector<int32_t>& out) const {
   out.assign(stacks_.begin(), stacks_.end());

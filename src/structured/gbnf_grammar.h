@@ -17,9 +17,9 @@
 // Checked at compile time so that no output can dead-end: every rule used can derive some
 // finite string; no rule refers to itself in a leftmost place with something after it (left
 // recursion: its stacks would grow without reading a character); the grammar matches some
-// non-empty string. Sizes are capped: at most kMaxStacks stacks (parses kept apart) and
-// kMaxStackDepth slots per stack; a character that would pass either is refused (its bytes
-// masked), never built slowly.
+// non-empty string. Sizes are capped: at most kMaxStacks stacks (parses kept apart),
+// kMaxStackDepth slots per stack and kMaxExpansions references expanded per character; a
+// character that would pass one is refused (its bytes masked), never worked through slowly.
 //
 // Immutable once compiled: any number of requests and threads may read it.
 #pragma once
@@ -40,6 +40,7 @@ class CompiledGrammar {
  public:
   static constexpr int32_t kMaxStacks = 256;
   static constexpr int32_t kMaxStackDepth = 512;
+  static constexpr int32_t kMaxExpansions = 1024;  // references expanded in one character's step
 
   enum class SlotKind : uint8_t { kChars, kRule, kEnd };
   struct Slot {
