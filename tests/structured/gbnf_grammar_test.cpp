@@ -196,6 +196,13 @@ TEST(Gbnf, CompleteOnlyWhereNoParseGoesOn) {
   EXPECT_FALSE(GrammarMatcher(*g).advance("a123"));
 }
 
+// r0 ::= r1 r1, r1 ::= r2 r2, ...: 2^levels ways to reach the last rule, each a stack.
+std::string doubling_grammar(int levels) {
+  std::string g = "root ::= r0 \"x\"\n";
+  for (int i = 0; i < levels; ++i) g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " r" + std::to_string(i + 1) + "\n";
+  return g + "r" + std::to_string(levels) + " ::= \"\" | \"y\"\n";
+}
+
 TEST(Gbnf, RefusesWhatItCannotUseWithItsPlace) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"start: \"a\"", "expected '::=' after the rule name 'start' at line 1 column 6"},
@@ -218,6 +225,7 @@ TEST(Gbnf, RefusesWhatItCannotUseWithItsPlace) {
       {"root ::= \"\" | \"\"", "matches only the empty string"},
       {"root ::= \"\xff\"", "not UTF-8"},
       {std::string(static_cast<size_t>(gbnf::kMaxGrammarBytes) + 1, 'a'), "longer than"},
+      {doubling_grammar(12), "more than 256 parses, or 1024 expansions, at the start"},
   };
   for (const auto& [text, message] : cases) {
     SCOPED_TRACE(text.substr(0, 60));
@@ -252,7 +260,8 @@ item-1 ::= "\"" (
   for (const std::string bad : {"[,]", "[\"\"]", "[\"\\x\"]", "[B]"}) EXPECT_FALSE(GrammarMatcher(*g).advance(bad)) << bad;
 }
 
-// Past the caps a character is refused, never a crash: nesting deeper than kMaxStackDepth.
+// Past the caps a character is refused, never a crash: nesting deeper than kMaxStackDepth,
+// and more parses than kMaxStacks (two counted runs of the same class: a parse per split).
 TEST(Gbnf, NestingPastTheStackCapIsRefused) {
   const auto g = CompiledGrammar::compile("root ::= \"(\" root \")\" | \"x\"");
   GrammarMatcher m(*g);
@@ -263,6 +272,18 @@ TEST(Gbnf, NestingPastTheStackCapIsRefused) {
   EXPECT_TRUE(m.advance("x"));
   EXPECT_TRUE(m.advance(std::string(static_cast<size_t>(depth), ')')));
   EXPECT_TRUE(m.complete());
+  // Doubling within the cap works.
+  const auto doubling = CompiledGrammar::compile(doubling_grammar(6));
+  GrammarMatcher small(*doubling);
+  EXPECT_TRUE(small.advance("yyyx"));
+  const auto splits = CompiledGrammar::compile("root ::= [a-z]{0,1000} [a-z]{0,1000} \".\"");
+  GrammarMatcher s(*splits);
+  int64_t letters = 0;
+  while (letters < 2000 && s.advance("a")) ++letters;
+  EXPECT_GE(letters, CompiledGrammar::kMaxStacks - 8);  // a stack or so per split
+  EXPECT_LT(letters, 2000);
+  EXPECT_TRUE(s.advance("."));
+  EXPECT_TRUE(s.complete());
 }
 
 // Token masks of grammar states: the trie walk (and the constraint's cache) against the
