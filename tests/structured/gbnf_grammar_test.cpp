@@ -8,9 +8,6 @@
 #include <string>
 #include <vector>
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include <gtest/gtest.h>
 
 #include "core/check.h"
@@ -18,6 +15,7 @@
 #include "structured/gbnf_parser.h"
 #include "structured/grammar_constraint.h"
 #include "structured/json_samples.h"
+#include "support/pcre2_oracle.h"
 #include "structured/token_mask.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_utf8.h"
@@ -25,36 +23,7 @@
 namespace dspark {
 namespace {
 
-// PCRE2, anchored at both ends, UTF-8.
-class Pcre2 {
- public:
-  explicit Pcre2(const std::string& pattern) {
-    const std::string whole = "(?:" + pattern + ")\\z";
-    int error = 0;
-    PCRE2_SIZE offset = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(whole.data()), whole.size(), PCRE2_UTF | PCRE2_ANCHORED,
-                          &error, &offset, nullptr);
-    EXPECT_NE(code_, nullptr) << "PCRE2 refuses " << pattern;
-    data_ = pcre2_match_data_create_from_pattern(code_, nullptr);
-  }
-  ~Pcre2() {
-    pcre2_match_data_free(data_);
-    pcre2_code_free(code_);
-  }
-  bool full(const std::string& s) const { return run(s, 0) >= 0; }
-  bool viable(const std::string& s) const {
-    if (s.empty()) return true;
-    const int rc = run(s, PCRE2_PARTIAL_HARD);
-    return rc >= 0 || rc == PCRE2_ERROR_PARTIAL;
-  }
-
- private:
-  int run(const std::string& s, uint32_t options) const {
-    return pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), 0, options, data_, nullptr);
-  }
-  pcre2_code* code_ = nullptr;
-  pcre2_match_data* data_ = nullptr;
-};
+using testing::Pcre2;
 
 struct OracleCase {
   std::string grammar;
@@ -166,7 +135,7 @@ TEST(Gbnf, ReadsBytesAsUtf8AndRefusesWhatIsNot) {
   for (const std::string& bad : {std::string("\xff"), std::string("\x80"), std::string("\xc0\x80"),
                                  std::string("\xe0\x80\x80"), std::string("\xed\xa0\x80"),
                                  std::string("\xf4\x90\x80\x80"), std::string("\xf5")}) {
-    EXPECT_FALSE(GrammarMatcher(*any).advance(bad)) << testing::PrintToString(bad);
+    EXPECT_FALSE(GrammarMatcher(*any).advance(bad)) << ::testing::PrintToString(bad);
   }
   GrammarMatcher m(*any);
   EXPECT_TRUE(m.advance("\xe2\x82"));  // the first two bytes of a character

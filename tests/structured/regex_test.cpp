@@ -9,14 +9,12 @@
 #include <string>
 #include <vector>
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include <gtest/gtest.h>
 
 #include "core/check.h"
 #include "structured/grammar_constraint.h"
 #include "structured/json_samples.h"
+#include "support/pcre2_oracle.h"
 #include "structured/regex_dfa.h"
 #include "structured/regex_parser.h"
 #include "structured/regex_token_masks.h"
@@ -27,39 +25,7 @@
 namespace dspark {
 namespace {
 
-// PCRE2 with Python's defaults for the supported syntax: UTF-8, ASCII \d \w \s, '.' not
-// matching \n; the pattern anchored at both ends.
-class Pcre2 {
- public:
-  explicit Pcre2(const std::string& pattern) {
-    const std::string whole = "(?:" + pattern + ")\\z";
-    int error = 0;
-    PCRE2_SIZE offset = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(whole.data()), whole.size(), PCRE2_UTF | PCRE2_ANCHORED,
-                          &error, &offset, nullptr);
-    EXPECT_NE(code_, nullptr) << "PCRE2 refuses " << pattern;
-    data_ = pcre2_match_data_create_from_pattern(code_, nullptr);
-  }
-  ~Pcre2() {
-    pcre2_match_data_free(data_);
-    pcre2_code_free(code_);
-  }
-  // Whether s (valid UTF-8) matches whole / is a prefix of a match.
-  bool full(const std::string& s) const { return run(s, 0) >= 0; }
-  // PCRE2 reports no partial match of an empty subject; every pattern here matches something.
-  bool viable(const std::string& s) const {
-    if (s.empty()) return true;
-    const int rc = run(s, PCRE2_PARTIAL_HARD);
-    return rc >= 0 || rc == PCRE2_ERROR_PARTIAL;
-  }
-
- private:
-  int run(const std::string& s, uint32_t options) const {
-    return pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), 0, options, data_, nullptr);
-  }
-  pcre2_code* code_ = nullptr;
-  pcre2_match_data* data_ = nullptr;
-};
+using testing::Pcre2;
 
 // The automaton's verdicts on s: a prefix of some match (every byte read), and a full match.
 struct Verdict {
@@ -179,7 +145,7 @@ TEST(Regex, ReadsBytesAsUtf8AndRefusesWhatIsNot) {
   const auto any = CompiledRegex::compile(".*");
   for (const std::string& bad : {std::string("\xff"), std::string("\x80"), std::string("\xc0\x80"),
                                  std::string("\xed\xa0\x80"), std::string("\xf4\x90\x80\x80"), std::string("\n")}) {
-    EXPECT_FALSE(run(*any, bad).viable) << testing::PrintToString(bad);
+    EXPECT_FALSE(run(*any, bad).viable) << ::testing::PrintToString(bad);
   }
   EXPECT_TRUE(run(*any, "\xf4\x8f\xbf\xbf").full);  // U+10FFFF
   EXPECT_TRUE(run(*any, "\xe2\x82").viable);         // the first two bytes of a character
