@@ -209,8 +209,8 @@ const std::vector<GrammarCase>& grammar_cases() {
       {"sentence (any char but newline)", "root ::= [A-Z] [^\n]* \".\"", "The cat sat on the mat.", 9},
       {"JSON, in a string at depth 2", kJsonGbnf, R"({"a": {"name": "Al", "n": 1}})", 16},
       {"JSON, between members at depth 2", kJsonGbnf, R"({"a": {"name": "Al", "n": 1}})", 20},
-      {"expression, 3 parentheses deep", "root ::= expr\nexpr ::= term ([-+*/] term)*\nterm ::= [0-9]+ | \"(\" expr \")\"",
-       "((1+(2*", 7},
+      {"expression, 3 parentheses deep",
+       "root ::= expr\nexpr ::= term ([-+*/] term)*\nterm ::= [0-9]+ | \"(\" expr \")\"", "((1+(2*", 7},
   };
   return cases;
 }
@@ -284,7 +284,8 @@ void BM_GrammarRequestMasks(benchmark::State& state) {
     }
   }
   state.counters["tokens"] = static_cast<double>(tokens.size());
-  state.SetLabel(std::string(v.name) + ", " + o.name + (state.range(2) == 0 ? ", a walk per token" : ", cached by state"));
+  state.SetLabel(std::string(v.name) + ", " + o.name +
+                 (state.range(2) == 0 ? ", a walk per token" : ", cached by state"));
 }
 BENCHMARK(BM_GrammarRequestMasks)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
 

@@ -140,7 +140,8 @@ void add_output_format_options(CLI::App* cmd, GenerationOptions& g) {
     try {
       return compile();
     } catch (const Error& e) {
-      std::string_view message = e.message();  // "regex: ..." / "grammar: ..." / "json_schema: ...": the option says which
+      // "regex: ..." / "grammar: ..." / "json_schema: ...": the option says which
+      std::string_view message = e.message();
       if (const size_t colon = message.find(": "); colon != std::string_view::npos && colon < 12)
         message.remove_prefix(colon + 2);
       throw CLI::ValidationError(option, std::string(message));

@@ -139,8 +139,9 @@ void parse_structured_outputs(const json& body, std::string_view text, ParsedReq
       throw unsupported("structured_outputs.disable_any_whitespace", "JSON without whitespace");
     }
     if (found.empty()) {
-      throw ApiError::bad_request("'structured_outputs' needs one of 'regex', 'choice', 'grammar', 'json' or 'json_object'",
-                                  "structured_outputs");
+      throw ApiError::bad_request(
+          "'structured_outputs' needs one of 'regex', 'choice', 'grammar', 'json' or 'json_object'",
+          "structured_outputs");
     }
   }
   if (found.empty()) return;

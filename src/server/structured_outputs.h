@@ -10,16 +10,16 @@
 //
 // A schema may be given as an object or as its JSON text. Regexes follow Python's syntax and
 // must match the whole output (structured/regex_parser.h says what is supported); a choice
-// is the alternation of its strings taken literally; a grammar is GBNF (structured/gbnf_parser.h;
-// Lark's notation is refused by the parser, naming where it fails). Decoding is constrained (the output is
-// always a prefix of a full match), so whatever the model, the output has the shape asked
-// for, and speculation stays lossless (structured/grammar_constraint.h).
+// is the alternation of its strings taken literally; a grammar is GBNF
+// (structured/gbnf_parser.h; Lark's notation is refused by the parser, naming where it
+// fails). Decoding is constrained (the output is always a prefix of a full match), so
+// whatever the model, the output has the shape asked for, and speculation stays lossless
+// (structured/grammar_constraint.h).
 //
 // One constraint per request: two of these, or one beside response_format's JSON types or a
 // forced tool_choice, is a 400 naming both. Constraints the engine does not implement are a
 // 400 rather than ignored, which would return output of the wrong shape: "structural_tag",
-// "whitespace_pattern" /
-// "guided_whitespace_pattern", "disable_any_whitespace": true.
+// "whitespace_pattern" / "guided_whitespace_pattern", "disable_any_whitespace": true.
 #pragma once
 
 #include <memory>

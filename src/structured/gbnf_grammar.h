@@ -96,7 +96,8 @@ class GrammarMatcher {
     next = *this;
     return next.step(byte);
   }
-  // No byte can follow: every parse is done.
+  // No byte can follow: every parse is done (the only stack is the empty one: one word, its
+  // height 0).
   bool complete() const { return need_ == 0 && stacks_.size() == 1; }
   // Some parse is done: the output may end here.
   bool can_end() const;

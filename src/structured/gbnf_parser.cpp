@@ -127,7 +127,9 @@ class Parser {
 
   void count_elements(size_t n) {
     elements_ += static_cast<int64_t>(n);
-    if (elements_ > kMaxElements) fail(fmt::format("more than {} elements once repetitions are expanded", kMaxElements));
+    if (elements_ > kMaxElements) {
+      fail(fmt::format("more than {} elements once repetitions are expanded", kMaxElements));
+    }
   }
 
   void definition() {
@@ -235,7 +237,9 @@ class Parser {
   uint32_t hex(int digits) {
     uint32_t v = 0;
     for (int i = 0; i < digits; ++i) {
-      if (at_end() || !std::isxdigit(static_cast<unsigned char>(peek()))) fail(fmt::format("expected {} hex digits", digits));
+      if (at_end() || !std::isxdigit(static_cast<unsigned char>(peek()))) {
+        fail(fmt::format("expected {} hex digits", digits));
+      }
       const char h = peek();
       v = v * 16 + static_cast<uint32_t>(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
       ++pos_;

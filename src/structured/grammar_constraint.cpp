@@ -1,6 +1,5 @@
 #include "structured/grammar_constraint.h"
 
-#include <algorithm>
 #include <type_traits>
 
 #include "core/check.h"
@@ -27,7 +26,7 @@ GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<
     : masker_(&masker), cfg_(std::move(grammar)), bits_(static_cast<size_t>(masker.num_words())) {
   DSPARK_CHECK(cfg_ != nullptr, "GrammarConstraint: no compiled grammar");
   matcher_ = GrammarMatcher(*cfg_);
-  cfg_states_ = std::make_unique<GrammarStateTable>(*cfg_);
+  grammar_masks_ = std::make_unique<GrammarTokenMasks>(masker, *cfg_);
 }
 
 template <class Matcher>
@@ -35,19 +34,7 @@ void GrammarConstraint::fill_allowed(const Matcher& m) {
   if constexpr (std::is_same_v<Matcher, RegexMatcher>) {
     regex_masks_->allowed_tokens(m, bits_);
   } else if constexpr (std::is_same_v<Matcher, GrammarMatcher>) {
-    m.key(key_);
-    std::string key(reinterpret_cast<const char*>(key_.data()), key_.size() * sizeof(int32_t));
-    if (const auto it = grammar_masks_.find(key); it != grammar_masks_.end()) {
-      std::copy(it->second.begin(), it->second.end(), bits_.begin());
-      return;
-    }
-    if (cfg_states_->size() > GrammarStateTable::kMaxStates) cfg_states_->clear();
-    masker_->allowed_tokens(GrammarStateRef(*cfg_states_, cfg_states_->intern(m)), bits_);
-    const int64_t bytes = static_cast<int64_t>(bits_.size() * sizeof(uint64_t) + key.size());
-    if (grammar_mask_bytes_ + bytes <= kMaxGrammarMaskCacheBytes) {
-      grammar_mask_bytes_ += bytes;
-      grammar_masks_.emplace(std::move(key), bits_);
-    }
+    grammar_masks_->allowed_tokens(m, bits_);
   } else {
     masker_->allowed_tokens(m, bits_);
   }

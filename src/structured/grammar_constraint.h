@@ -1,11 +1,12 @@
 // Per-request output grammar: OpenAI response_format {"type": "json_object"} (a
 // JsonMatcher state), {"type": "json_schema"} (a SchemaMatcher state over a compiled
-// schema), or a regular expression (a RegexMatcher state over a compiled automaton: vLLM's
-// guided regex and choice), or a context-free grammar (a GrammarMatcher state over a compiled
-// GBNF grammar: vLLM's guided grammar, llama.cpp's grammar): the output tokens accepted so far, and the logits masks that
-// keep the output a prefix of a valid JSON object / of a value valid under the schema / of
-// a full match. Every grammar runs the same code (the masker's templates); the variant is
-// dispatched once per call, not per token of the vocabulary.
+// schema), a regular expression (a RegexMatcher state over a compiled automaton: vLLM's
+// guided regex and choice), or a context-free grammar (a GrammarMatcher state over a
+// compiled GBNF grammar: vLLM's guided grammar, llama.cpp's grammar): the output tokens
+// accepted so far, and the logits masks that keep the output a prefix of a valid JSON
+// object / of a value valid under the schema / of a full match / of a string of the grammar.
+// Every grammar runs the same code (the masker's templates); the variant is dispatched once
+// per call, not per token of the vocabulary.
 //
 // With speculative decoding, a step verifies drafts d_0..d_{k-1} with k+1 rows of target
 // logits; row j is the distribution after d_0..d_{j-1}. So:
@@ -23,22 +24,18 @@
 // Holds a pointer to the masker, which must outlive it, and shares ownership of the
 // schema or automaton. Not thread-safe; one per request. No allocation after construction
 // (a regex's: once for each class of its states that the output reaches, RegexTokenMasks; a
-// grammar's: the states its masks' walks reach (GrammarStateTable), and a mask for each state
-// of the output, cached up to kMaxGrammarMaskCacheBytes, since loops such as a string's
-// characters come back to the same stacks again and again).
+// grammar's: for the states its masks reach, GrammarTokenMasks).
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <unordered_map>
 #include <span>
 #include <variant>
 #include <vector>
 
 #include "core/token_grammar.h"
 #include "structured/gbnf_grammar.h"
-#include "structured/grammar_state_table.h"
+#include "structured/grammar_token_masks.h"
 #include "structured/json_matcher.h"
 #include "structured/json_schema.h"
 #include "structured/regex_dfa.h"
@@ -58,8 +55,6 @@ class GrammarConstraint final : public TokenGrammar {
   GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledRegex> regex);
   // A context-free grammar (grammar must not be null).
   GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledGrammar> grammar);
-
-  static constexpr int64_t kMaxGrammarMaskCacheBytes = int64_t{16} << 20;
 
   // Advances by one emitted token. Returns false, state unchanged, when the token is not
   // allowed here (a caller that masked correctly never sees that).
@@ -99,10 +94,7 @@ class GrammarConstraint final : public TokenGrammar {
   std::shared_ptr<const CompiledRegex> regex_;        // regex: likewise
   std::unique_ptr<RegexTokenMasks> regex_masks_;      // regex: its states' masks, each class walked once
   std::shared_ptr<const CompiledGrammar> cfg_;        // grammar: what matcher_ points into
-  std::unique_ptr<GrammarStateTable> cfg_states_;     // grammar: the states its walks reached
-  std::unordered_map<std::string, std::vector<uint64_t>> grammar_masks_;  // grammar: by GrammarMatcher::key
-  int64_t grammar_mask_bytes_ = 0;                    // held in grammar_masks_
-  std::vector<int32_t> key_;                          // scratch for a grammar state's key
+  std::unique_ptr<GrammarTokenMasks> grammar_masks_;  // grammar: its states' masks, each state walked once
   State matcher_;
   std::vector<uint64_t> bits_;  // [masker.num_words()] scratch for one mask
 };

@@ -9,8 +9,8 @@
 // walk itself reads numbers (GrammarStateRef): a table read for ASCII bytes, a hash lookup
 // for the others.
 //
-// Not thread-safe; one per request (GrammarConstraint). clear() drops every state, so the
-// owner calls it between walks only (GrammarConstraint does when more than kMaxStates are
+// Not thread-safe; one per request (GrammarTokenMasks). clear() drops every state, so the
+// owner calls it between walks only (GrammarTokenMasks does when more than kMaxStates are
 // held; a single walk may pass that bound by the states it reaches, at most one per trie node).
 #pragma once
 

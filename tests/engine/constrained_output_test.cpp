@@ -110,7 +110,8 @@ TEST(ConstrainedOutput, TheShippedDraftersDraftInsideTheGrammarAndChangeNothing)
       regex(R"( [A-Z][^\n]{0,80}\.)", 120), regex(R"(    return [a-z +*]{1,20}\n)", 120),
       regex(choice_regex(std::vector<std::string>{" Yes.", " No.", " Yes, it is."}), 120),
       grammar("root ::= \" \" sentence \".\"\nsentence ::= [A-Z] [^\\n.]{0,80}", 120),
-      grammar("root ::= \"    return \" expr \"\\n\"\nexpr ::= [a-z]+ | expr-1\nexpr-1 ::= [a-z]+ \" \" [+*] \" \" expr",
+      grammar("root ::= \"    return \" expr \"\\n\"\n"
+              "expr ::= [a-z]+ | expr-1\nexpr-1 ::= [a-z]+ \" \" [+*] \" \" expr",
               120),
       grammar(R"g(root ::= " Yes" (", it is")? "." | " No.")g", 120)};
   const auto seeded = [](GenerationOptions g) {  // the same tokens at every position with or without drafts

@@ -44,7 +44,7 @@ const std::vector<OracleCase>& oracle_cases() {
       // A loop through a rule that may be empty, and an ambiguous one.
       {R"g(root ::= ("a"?)* "b")g", R"g((?:a?)*b)g", "abc"},
       {R"g(root ::= ("a" | "a" "b"?)* "c")g", R"g((?:a|ab?)*c)g", "abcd"},
-      {"root ::= [α-γ]+ \"é\" | \"ñ\"{2,3}   # characters of two bytes", R"g([α-γ]+é|ñ{2,3})g", "αβγδéñe"},
+      {"root ::= [α-γ]+ \"é\" | \"ñ\"{2,3}  # two bytes each", R"g([α-γ]+é|ñ{2,3})g", "αβγδéñe"},
       {R"g(root ::= [ab]{2,4} "c"{3} [^a-c\n]{,2})g", R"g([ab]{2,4}c{3}[^a-c\n]{0,2})g", "abc\nd€"},
       {R"g(root ::= "<" .{0,3} ">")g", R"g(<[\s\S]{0,3}>)g", "<>a\n😀"},
       {"root ::= \"{\" ws (pair (\",\" ws pair)*)? ws \"}\"\npair ::= \"\\\"\" [a-z]* \"\\\"\" \":\" ws value\n"
@@ -168,7 +168,10 @@ TEST(Gbnf, CompleteOnlyWhereNoParseGoesOn) {
 // r0 ::= r1 r1, r1 ::= r2 r2, ...: 2^levels ways to reach the last rule, each a stack.
 std::string doubling_grammar(int levels) {
   std::string g = "root ::= r0 \"x\"\n";
-  for (int i = 0; i < levels; ++i) g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " r" + std::to_string(i + 1) + "\n";
+  for (int i = 0; i < levels; ++i) {
+    const std::string next = "r" + std::to_string(i + 1);
+    g += "r" + std::to_string(i) + " ::= " + next + " " + next + "\n";
+  }
   return g + "r" + std::to_string(levels) + " ::= \"\" | \"y\"\n";
 }
 
@@ -226,7 +229,9 @@ item-1 ::= "\"" (
     GrammarMatcher m(*g);
     EXPECT_TRUE(m.advance(ok) && m.complete()) << ok;
   }
-  for (const std::string bad : {"[,]", "[\"\"]", "[\"\\x\"]", "[B]"}) EXPECT_FALSE(GrammarMatcher(*g).advance(bad)) << bad;
+  for (const std::string bad : {"[,]", "[\"\"]", "[\"\\x\"]", "[B]"}) {
+    EXPECT_FALSE(GrammarMatcher(*g).advance(bad)) << bad;
+  }
 }
 
 // Past the caps a character is refused, never a crash: nesting deeper than kMaxStackDepth,
