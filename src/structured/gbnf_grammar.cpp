@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "structured/gbnf_analysis.h"
 #include "structured/gbnf_parser.h"
 #include "tokenizer/tokenizer_utf8.h"
 
@@ -90,71 +91,6 @@ StepScratch& step_scratch() {
 constexpr uint32_t kSequenceMin[5] = {0, 0, 0x80, 0x800, 0x10000};
 constexpr uint32_t kSequenceMax[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
 
-// Flags rules that can derive the empty string.
-std::vector<bool> nullable_rules(const gbnf::Rules& rules) {
-  std::vector<bool> nullable(rules.rules.size(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rules.rules.size(); ++r) {
-      if (nullable[r]) continue;
-      for (const auto& alt : rules.rules[r].alternatives) {
-        if (std::all_of(alt.begin(), alt.end(), [&](const gbnf::Element& e) {
-              return e.kind == gbnf::Element::Kind::kRule && nullable[static_cast<size_t>(e.index)];
-            })) {
-          nullable[r] = changed = true;
-          break;
-        }
-      }
-    }
-  }
-  return nullable;
-}
-
-// Refuses left recursion: a rule reached again from itself through leftmost references
-// (each after only rules that may be empty) where some reference on the way is not the
-// last of its alternative (so the stack would grow without a character read). Cycles of
-// last references alone are loops the matcher's expansion handles.
-void check_left_recursion(const gbnf::Rules& rules, const std::vector<bool>& nullable) {
-  const size_t n = rules.rules.size();
-  struct Edge {
-    int32_t to;
-    bool grows;
-  };
-  std::vector<std::vector<Edge>> edges(n);
-  for (size_t r = 0; r < n; ++r) {
-    for (const auto& alt : rules.rules[r].alternatives) {
-      for (size_t i = 0; i < alt.size(); ++i) {
-        if (alt[i].kind != gbnf::Element::Kind::kRule) break;
-        edges[r].push_back({alt[i].index, i + 1 < alt.size()});
-        if (!nullable[static_cast<size_t>(alt[i].index)]) break;
-      }
-    }
-  }
-  // For each growing edge a -> b: is a reachable from b?
-  std::vector<uint32_t> visited(n, 0);  // the search that last reached each rule
-  uint32_t search = 0;
-  std::vector<int32_t> todo;
-  for (size_t a = 0; a < n; ++a) {
-    for (const Edge& e : edges[a]) {
-      if (!e.grows) continue;
-      ++search;
-      todo.assign(1, e.to);
-      bool found = false;
-      while (!todo.empty() && !found) {
-        const size_t v = static_cast<size_t>(todo.back());
-        todo.pop_back();
-        found = v == a;
-        if (visited[v] == search) continue;
-        visited[v] = search;
-        for (const Edge& f : edges[v]) todo.push_back(f.to);
-      }
-      DSPARK_CHECK_REQUEST(!found, "grammar: rule '{}' is left-recursive (it can come back to itself before any "
-                                   "character is read); write the repetition with * or + instead",
-                           rules.rules[a].name);
-    }
-  }
-}
-
 }  // namespace
 
 std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(std::string_view gbnf_text) {
@@ -162,34 +98,8 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(std::string_view
   auto g = std::shared_ptr<CompiledGrammar>(new CompiledGrammar());
   const size_t n = rules.rules.size();
 
-  // The shortest string of each rule, by relaxation until nothing shortens.
   g->classes_ = rules.classes;
-  std::vector<std::string> first_char(rules.classes.size());
-  for (size_t c = 0; c < rules.classes.size(); ++c) first_char[c] = tok::utf8_encode(rules.classes[c][0].lo);
-  std::vector<std::optional<std::string>> shortest(n);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      for (const auto& alt : rules.rules[r].alternatives) {
-        std::string s;
-        bool known = true;
-        for (const gbnf::Element& e : alt) {
-          if (e.kind == gbnf::Element::Kind::kChars) {
-            s += first_char[static_cast<size_t>(e.index)];
-          } else if (const auto& sub = shortest[static_cast<size_t>(e.index)]) {
-            s += *sub;
-          } else {
-            known = false;
-            break;
-          }
-        }
-        if (known && (!shortest[r] || s.size() < shortest[r]->size())) {
-          shortest[r] = std::move(s);
-          changed = true;
-        }
-      }
-    }
-  }
+  const gbnf::ShortestDerivations shortest = gbnf::shortest_derivations(rules);
   // Rules the root uses, each of which must derive some finite string.
   std::vector<bool> used(n, false);
   std::vector<int32_t> todo{rules.root};
@@ -197,7 +107,7 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(std::string_view
   while (!todo.empty()) {
     const int32_t r = todo.back();
     todo.pop_back();
-    DSPARK_CHECK_REQUEST(shortest[static_cast<size_t>(r)].has_value(),
+    DSPARK_CHECK_REQUEST(shortest.bytes[static_cast<size_t>(r)] != gbnf::kNeverEnds,
                          "grammar: rule '{}' never ends (each of its alternatives needs itself again)",
                          rules.rules[static_cast<size_t>(r)].name);
     for (const auto& alt : rules.rules[static_cast<size_t>(r)].alternatives)
@@ -207,12 +117,16 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(std::string_view
           todo.push_back(e.index);
         }
   }
-  check_left_recursion(rules, nullable_rules(rules));
+  std::vector<bool> empty(n);
+  for (size_t r = 0; r < n; ++r) empty[r] = shortest.bytes[r] == 0;
+  gbnf::check_no_left_recursion(rules, empty);
 
   // Flat layout: slot 0 is the root's reference (the start stack), then every alternative.
   g->slots_ = {{SlotKind::kRule, rules.root}, {SlotKind::kEnd, 0}};
   g->rule_begin_.push_back(0);
   for (size_t r = 0; r < n; ++r) {
+    const int32_t best = shortest.alternative[r];
+    g->shortest_start_.push_back(best < 0 ? -1 : static_cast<int32_t>(g->alternative_starts_.size()) + best);
     for (const auto& alt : rules.rules[r].alternatives) {
       g->alternative_starts_.push_back(static_cast<int32_t>(g->slots_.size()));
       for (const gbnf::Element& e : alt) {
@@ -221,7 +135,9 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(std::string_view
       g->slots_.push_back({SlotKind::kEnd, 0});
     }
     g->rule_begin_.push_back(static_cast<int32_t>(g->alternative_starts_.size()));
-    g->shortest_.push_back(shortest[r].value_or(""));
+  }
+  for (int32_t& start : g->shortest_start_) {
+    if (start >= 0) start = g->alternative_starts_[static_cast<size_t>(start)];
   }
   g->ascii_.assign(g->classes_.size(), {0, 0});
   for (size_t c = 0; c < g->classes_.size(); ++c)
@@ -232,9 +148,29 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(std::string_view
   std::vector<int32_t> stack{0};
   DSPARK_CHECK_REQUEST(expand(*g, stack, out, seen),
                        "grammar: more than {} parses, or {} expansions, at the start", kMaxStacks, kMaxExpansions);
+  DSPARK_CHECK_REQUEST(out.n > 0, "grammar: its first character needs rules nested more than {} deep",
+                       kMaxStackDepth);
   DSPARK_CHECK_REQUEST(out.words.size() > 1, "grammar: it matches only the empty string");
   g->start_ = std::move(out.words);
   return g;
+}
+
+void CompiledGrammar::append_shortest(int32_t position, std::string& out) const {
+  std::vector<int32_t> todo{position};  // slots still to derive, the next on top
+  while (!todo.empty()) {
+    const int32_t p = todo.back();
+    todo.pop_back();
+    const Slot& s = slot(p);
+    if (s.kind == SlotKind::kEnd) continue;
+    todo.push_back(p + 1);
+    if (s.kind == SlotKind::kChars) {
+      out += tok::utf8_encode(static_cast<char32_t>(class_first_in(s.index, 0, regex::kMaxCodePoint)));
+      DSPARK_CHECK(static_cast<int64_t>(out.size()) <= kMaxCompletionBytes,
+                   "CompiledGrammar: a completion of more than {} bytes", kMaxCompletionBytes);
+    } else {
+      todo.push_back(shortest_start_[static_cast<size_t>(s.index)]);
+    }
+  }
 }
 
 bool CompiledGrammar::class_contains(int32_t c, uint32_t cp) const {
@@ -348,17 +284,6 @@ bool GrammarMatcher::advance_code_point(uint32_t cp) {
 
 std::string GrammarMatcher::completion() const {
   const CompiledGrammar& g = *grammar_;
-  // What the slots from position p to its alternative's end derive at shortest.
-  const auto rest = [&](int32_t p, std::string& out) {
-    for (; g.slot(p).kind != SlotKind::kEnd; ++p) {
-      const CompiledGrammar::Slot& s = g.slot(p);
-      if (s.kind == SlotKind::kRule) {
-        out += g.shortest(s.index);
-      } else {
-        out += tok::utf8_encode(static_cast<char32_t>(g.class_first_in(s.index, 0, regex::kMaxCodePoint)));
-      }
-    }
-  };
   std::optional<std::string> best;
   for (size_t i = 0; i < stacks_.size(); i += static_cast<size_t>(stacks_[i]) + 1) {
     const size_t height = static_cast<size_t>(stacks_[i]);
@@ -372,10 +297,10 @@ std::string GrammarMatcher::completion() const {
       const int64_t cp = g.class_first_in(g.slot(top).index, lo, hi);
       if (cp < 0) continue;
       out = tok::utf8_encode(static_cast<char32_t>(cp)).substr(static_cast<size_t>(length_ - need_));
-      rest(top + 1, out);
+      g.append_shortest(top + 1, out);
       below = height - 1;
     }
-    for (size_t k = below; k >= 1; --k) rest(stacks_[i + k], out);
+    for (size_t k = below; k >= 1; --k) g.append_shortest(stacks_[i + k], out);
     if (!best || out.size() < best->size()) best = std::move(out);
   }
   DSPARK_CHECK(best.has_value(), "GrammarMatcher: no stack can finish");

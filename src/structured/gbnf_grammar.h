@@ -62,8 +62,10 @@ class CompiledGrammar {
   bool class_contains(int32_t c, uint32_t code_point) const;
   // Whether class c holds a code point in [lo, hi]; the smallest such, or -1.
   int64_t class_first_in(int32_t c, uint32_t lo, uint32_t hi) const;
-  // The shortest string rule r derives (the smallest code point of each class).
-  const std::string& shortest(int32_t rule) const { return shortest_[static_cast<size_t>(rule)]; }
+  // Appends the shortest string the slots from `position` to its alternative's end derive
+  // (the smallest code point of each class); throws past kMaxCompletionBytes.
+  void append_shortest(int32_t position, std::string& out) const;
+  static constexpr int64_t kMaxCompletionBytes = int64_t{1} << 20;
   // The start state's stacks (GrammarMatcher's layout).
   const std::vector<int32_t>& start_stacks() const { return start_; }
   int64_t num_rules() const { return static_cast<int64_t>(rule_begin_.size()) - 1; }
@@ -75,7 +77,7 @@ class CompiledGrammar {
   std::vector<int32_t> rule_begin_;          // [num_rules + 1] into alternative_starts_
   std::vector<regex::CodeRanges> classes_;
   std::vector<std::array<uint64_t, 2>> ascii_;  // [classes] bits of the class's ASCII code points
-  std::vector<std::string> shortest_;        // [num_rules]
+  std::vector<int32_t> shortest_start_;      // [num_rules] first slot of the alternative of its shortest string
   std::vector<int32_t> start_;
 };
 

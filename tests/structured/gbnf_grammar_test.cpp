@@ -175,6 +175,13 @@ std::string doubling_grammar(int levels) {
   return g + "r" + std::to_string(levels) + " ::= \"\" | \"y\"\n";
 }
 
+// r0 ::= r1 "a", r1 ::= r2 "a", ...: the first character is `levels` rules deep.
+std::string left_chain(int levels) {
+  std::string g = "root ::= r0\n";
+  for (int i = 0; i < levels; ++i) g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"a\"\n";
+  return g + "r" + std::to_string(levels) + " ::= \"b\"\n";
+}
+
 TEST(Gbnf, RefusesWhatItCannotUseWithItsPlace) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"start: \"a\"", "expected '::=' after the rule name 'start' at line 1 column 6"},
@@ -198,6 +205,7 @@ TEST(Gbnf, RefusesWhatItCannotUseWithItsPlace) {
       {"root ::= \"\xff\"", "not UTF-8"},
       {std::string(static_cast<size_t>(gbnf::kMaxGrammarBytes) + 1, 'a'), "longer than"},
       {doubling_grammar(12), "more than 256 parses, or 1024 expansions, at the start"},
+      {left_chain(600), "its first character needs rules nested more than 512 deep"},
   };
   for (const auto& [text, message] : cases) {
     SCOPED_TRACE(text.substr(0, 60));
@@ -210,6 +218,26 @@ TEST(Gbnf, RefusesWhatItCannotUseWithItsPlace) {
       EXPECT_NE(std::string(e.what()).find("grammar: "), std::string::npos) << e.what();
     }
   }
+}
+
+// Long grammars compile in time linear in their size: a chain of 3,000 rules (each made
+// final one after the other) and a rule whose shortest string doubles 60 times.
+TEST(Gbnf, LongChainsAndDoublingRulesCompile) {
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 3000; ++i) chain += "r" + std::to_string(i) + " ::= \"a\" r" + std::to_string(i + 1) + "\n";
+  const auto g = CompiledGrammar::compile(chain + "r3000 ::= \"b\"\n");
+  GrammarMatcher m(*g);
+  EXPECT_TRUE(m.advance(std::string(3000, 'a') + "b") && m.complete());
+  std::string doubling = "root ::= r0\n";
+  for (int i = 0; i < 60; ++i) {
+    const std::string next = "r" + std::to_string(i + 1);
+    doubling += "r" + std::to_string(i) + " ::= " + next + " " + next + "\n";
+  }
+  const auto d = CompiledGrammar::compile(doubling + "r60 ::= \"y\"\n");  // its shortest string: 2^60 bytes
+  GrammarMatcher n(*d);
+  EXPECT_TRUE(n.advance("yyy"));
+  EXPECT_THROW(n.completion(), Error);  // past kMaxCompletionBytes
+  EXPECT_TRUE(left_chain(400).size() > 0 && CompiledGrammar::compile(left_chain(400)) != nullptr);
 }
 
 // Comments, blank lines, rules continued after '::=', '|' and inside groups, escapes, a repeated
