@@ -1,6 +1,5 @@
 #include "structured/gbnf_parser.h"
 
-#include <algorithm>
 #include <cctype>
 #include <map>
 #include <unordered_map>
@@ -103,7 +102,7 @@ class Parser {
   int32_t rule_index(const std::string& name, size_t used_at) {
     const auto [it, added] = by_name_.try_emplace(name, static_cast<int32_t>(out_.rules.size()));
     if (added) {
-      out_.rules.push_back({name, {}, 0});
+      out_.rules.push_back({name, {}});
       defined_.push_back(false);
       first_use_.push_back(used_at);
     }
@@ -111,7 +110,7 @@ class Parser {
   }
 
   int32_t made_rule(std::vector<std::vector<Element>> alternatives) {
-    out_.rules.push_back({fmt::format("{}#{}", current_, ++made_), std::move(alternatives), 0});
+    out_.rules.push_back({fmt::format("{}#{}", current_, ++made_), std::move(alternatives)});
     defined_.push_back(true);
     first_use_.push_back(kMadeRule);
     return static_cast<int32_t>(out_.rules.size()) - 1;
@@ -151,7 +150,6 @@ class Parser {
       fail(fmt::format("unexpected '{}' in rule '{}'", peek(), name));
     }
     out_.rules[r].alternatives = std::move(alternatives);
-    out_.rules[r].line = static_cast<int32_t>(std::count(t_.begin(), t_.begin() + name_at, '\n')) + 1;
   }
 
   std::vector<std::vector<Element>> alternation(bool nested) {

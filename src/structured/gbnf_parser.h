@@ -43,7 +43,6 @@ struct Element {
 struct Rule {
   std::string name;  // as written, or "<name>#k" for the k-th rule a repetition or group of <name> made
   std::vector<std::vector<Element>> alternatives;
-  int32_t line = 0;  // where it is defined (1-based); 0 for made rules
 };
 
 struct Rules {
