@@ -250,9 +250,10 @@ void BM_GrammarMask(benchmark::State& state) {
 BENCHMARK(BM_GrammarMask)->ArgsProduct({{0, 1}, {0, 1, 2, 3}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 
 // A request's masks along its output, token by token (the text as the vocabulary's
-// tokenizer splits it): a fresh trie walk at every position (range(2) == 0), or through the
+// tokenizer splits it): a fresh trie walk at every position (range(2) == 0), through the
 // request's GrammarConstraint (1: a mask per distinct state, cached; a new constraint each
-// iteration, so its walks are paid for). Time per output.
+// iteration, so its walks are paid for), or through masks shared with an earlier request of
+// the same grammar and output (2: SharedGrammarMasks, as the engine keeps them). Time per output.
 void BM_GrammarRequestMasks(benchmark::State& state) {
   const size_t vocab = static_cast<size_t>(state.range(0));
   const TokenMasker& m = masker(vocab);
@@ -269,8 +270,16 @@ void BM_GrammarRequestMasks(benchmark::State& state) {
   const auto grammar = CompiledGrammar::compile(o.gbnf);
   const std::vector<int32_t> tokens = tok.encode(o.text, false);
   std::vector<uint64_t> mask(static_cast<size_t>(m.num_words()));
+  auto shared = std::make_shared<GrammarTokenMasks>(m, *grammar);
+  if (state.range(2) == 2) {  // the earlier request
+    GrammarConstraint earlier(m, grammar, shared);
+    for (const int32_t t : tokens) {
+      benchmark::DoNotOptimize(earlier.allowed_tokens({}).data());
+      if (!earlier.accept_token(t)) state.SkipWithError("text not accepted");
+    }
+  }
   for (auto _ : state) {
-    GrammarConstraint constraint(m, grammar);
+    GrammarConstraint constraint(m, grammar, state.range(2) == 2 ? shared : nullptr);
     GrammarMatcher matcher(*grammar);
     for (const int32_t t : tokens) {
       if (state.range(2) == 0) {
@@ -284,10 +293,10 @@ void BM_GrammarRequestMasks(benchmark::State& state) {
     }
   }
   state.counters["tokens"] = static_cast<double>(tokens.size());
-  state.SetLabel(std::string(v.name) + ", " + o.name +
-                 (state.range(2) == 0 ? ", a walk per token" : ", cached by state"));
+  const char* how[] = {", a walk per token", ", cached by state", ", shared with an earlier request"};
+  state.SetLabel(std::string(v.name) + ", " + o.name + how[state.range(2)]);
 }
-BENCHMARK(BM_GrammarRequestMasks)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GrammarRequestMasks)->ArgsProduct({{0, 1}, {0, 1}, {0, 1, 2}})->Unit(benchmark::kMillisecond);
 
 void BM_GrammarCompile(benchmark::State& state) {
   const GrammarCase& c = grammar_cases()[static_cast<size_t>(state.range(0))];

@@ -134,6 +134,7 @@ int64_t Engine::add_request(std::vector<int32_t> prompt, const GenerationOptions
     if (!token_masker_) {  // one vocabulary masker serves json_object, every schema, regex and grammar
       token_masker_ = std::make_unique<TokenMasker>(
           token_bytes(tokenizer_, model_.config().vocab_size, tokenizer_.eos_ids()));
+      grammar_masks_ = std::make_unique<SharedGrammarMasks>(*token_masker_);
     }
     switch (options.response_format) {
       case ResponseFormat::kJsonSchema:
@@ -142,9 +143,11 @@ int64_t Engine::add_request(std::vector<int32_t> prompt, const GenerationOptions
       case ResponseFormat::kRegex:
         request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, options.regex);
         break;
-      case ResponseFormat::kGrammar:
-        request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, options.gbnf_grammar);
+      case ResponseFormat::kGrammar: {
+        const SharedGrammarMasks::Entry shared = grammar_masks_->get(options.gbnf_grammar);
+        request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, shared.grammar, shared.masks);
         break;
+      }
       default: request->grammar = std::make_unique<GrammarConstraint>(*token_masker_);
     }
   }

@@ -158,6 +158,7 @@ class Engine {
   OutputProcessor output_processor_;
   std::unique_ptr<DraftBudget> draft_budget_;  // kAdaptive only
   std::unique_ptr<TokenMasker> token_masker_;  // built at the first constrained request
+  std::unique_ptr<SharedGrammarMasks> grammar_masks_;  // with it: masks shared by requests of one grammar
   ConfidenceCalibrator confidence_calibrator_;  // learned from every request's verified rounds
   SpecDecodeMetrics spec_metrics_;
   ScheduleMetrics schedule_metrics_;

@@ -152,6 +152,7 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(std::string_view
                        kMaxStackDepth);
   DSPARK_CHECK_REQUEST(out.words.size() > 1, "grammar: it matches only the empty string");
   g->start_ = std::move(out.words);
+  g->source_ = std::string(gbnf_text);
   return g;
 }
 

@@ -69,6 +69,8 @@ class CompiledGrammar {
   // The start state's stacks (GrammarMatcher's layout).
   const std::vector<int32_t>& start_stacks() const { return start_; }
   int64_t num_rules() const { return static_cast<int64_t>(rule_begin_.size()) - 1; }
+  // The GBNF text it was compiled from (equal texts compile to equal grammars).
+  const std::string& source() const { return source_; }
   int64_t num_slots() const { return static_cast<int64_t>(slots_.size()); }
 
  private:
@@ -79,6 +81,7 @@ class CompiledGrammar {
   std::vector<std::array<uint64_t, 2>> ascii_;  // [classes] bits of the class's ASCII code points
   std::vector<int32_t> shortest_start_;      // [num_rules] first slot of the alternative of its shortest string
   std::vector<int32_t> start_;
+  std::string source_;
 };
 
 // The state after the output's bytes. Satisfies the grammar-state contract of the token

@@ -22,11 +22,15 @@ GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<
   regex_masks_ = std::make_unique<RegexTokenMasks>(masker, *regex_);
 }
 
-GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledGrammar> grammar)
-    : masker_(&masker), cfg_(std::move(grammar)), bits_(static_cast<size_t>(masker.num_words())) {
+GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledGrammar> grammar,
+                                     std::shared_ptr<GrammarTokenMasks> masks)
+    : masker_(&masker),
+      cfg_(std::move(grammar)),
+      grammar_masks_(std::move(masks)),
+      bits_(static_cast<size_t>(masker.num_words())) {
   DSPARK_CHECK(cfg_ != nullptr, "GrammarConstraint: no compiled grammar");
   matcher_ = GrammarMatcher(*cfg_);
-  grammar_masks_ = std::make_unique<GrammarTokenMasks>(masker, *cfg_);
+  if (!grammar_masks_) grammar_masks_ = std::make_shared<GrammarTokenMasks>(masker, *cfg_);
 }
 
 template <class Matcher>

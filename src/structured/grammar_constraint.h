@@ -24,7 +24,8 @@
 // Holds a pointer to the masker, which must outlive it, and shares ownership of the
 // schema or automaton. Not thread-safe; one per request. No allocation after construction
 // (a regex's: once for each class of its states that the output reaches, RegexTokenMasks; a
-// grammar's: for the states its masks reach, GrammarTokenMasks).
+// grammar's: for the states its masks reach, GrammarTokenMasks, which requests of one
+// grammar may share).
 #pragma once
 
 #include <cstdint>
@@ -53,8 +54,10 @@ class GrammarConstraint final : public TokenGrammar {
   GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledJsonSchema> schema);
   // A regex (regex must not be null).
   GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledRegex> regex);
-  // A context-free grammar (grammar must not be null).
-  GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledGrammar> grammar);
+  // A context-free grammar (grammar must not be null), its masks shared with other requests
+  // of the same grammar (SharedGrammarMasks::get) or, when masks is null, its own.
+  GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledGrammar> grammar,
+                    std::shared_ptr<GrammarTokenMasks> masks = nullptr);
 
   // Advances by one emitted token. Returns false, state unchanged, when the token is not
   // allowed here (a caller that masked correctly never sees that).
@@ -94,7 +97,7 @@ class GrammarConstraint final : public TokenGrammar {
   std::shared_ptr<const CompiledRegex> regex_;        // regex: likewise
   std::unique_ptr<RegexTokenMasks> regex_masks_;      // regex: its states' masks, each class walked once
   std::shared_ptr<const CompiledGrammar> cfg_;        // grammar: what matcher_ points into
-  std::unique_ptr<GrammarTokenMasks> grammar_masks_;  // grammar: its states' masks, each state walked once
+  std::shared_ptr<GrammarTokenMasks> grammar_masks_;  // grammar: its states' masks, each state walked once
   State matcher_;
   std::vector<uint64_t> bits_;  // [masker.num_words()] scratch for one mask
 };

@@ -325,5 +325,45 @@ TEST(Gbnf, TokenMasksEqualTheReference) {
   }
 }
 
+// Requests of one grammar share its masks (SharedGrammarMasks): equal texts compiled apart
+// get the first grammar and one GrammarTokenMasks; two constraints walking different outputs
+// through the shared masks each get the reference's bits; a second request along the same
+// output walks nothing new; the least recently used grammar goes past the capacity.
+TEST(Gbnf, RequestsOfOneGrammarShareItsMasks) {
+  const Tokenizer tok = Tokenizer::from_dir(test::tiny_target_dir());
+  const TokenMasker masker(token_bytes(tok, tok.vocab_size(), test::eos_of(tok)));
+  SharedGrammarMasks shared(masker, 2);
+  const std::string text = oracle_cases()[10].grammar;  // nested objects
+  const auto first = shared.get(CompiledGrammar::compile(text));
+  const auto again = shared.get(CompiledGrammar::compile(text));
+  EXPECT_EQ(first.grammar, again.grammar);
+  EXPECT_EQ(first.masks, again.masks);
+  std::vector<uint64_t> ref(static_cast<size_t>(masker.num_words()));
+  const std::vector<std::string> outputs = {R"({"ab": {"c": 12}, "d": 3})", R"({ "x":{}, "yy": 7 })"};
+  std::vector<std::vector<int32_t>> tokens;
+  for (const std::string& o : outputs) tokens.push_back(tok.encode(o, false));
+  const auto walk = [&](const std::vector<int32_t>& ts) {
+    GrammarConstraint c(masker, again.grammar, again.masks);
+    GrammarMatcher m(*again.grammar);
+    for (const int32_t t : ts) {
+      const std::span<const uint64_t> bits = c.allowed_tokens({});
+      reference::allowed_tokens(masker.vocabulary(), m, ref);
+      ASSERT_TRUE(std::equal(bits.begin(), bits.end(), ref.begin()));
+      ASSERT_TRUE(c.accept_token(t) && masker.advance(m, t));
+    }
+    EXPECT_TRUE(m.complete());
+  };
+  walk(tokens[0]);
+  walk(tokens[1]);
+  const int64_t walks = first.masks->num_walks();
+  EXPECT_GT(walks, 0);
+  walk(tokens[0]);  // the same output again: every mask kept
+  EXPECT_EQ(first.masks->num_walks(), walks);
+  shared.get(CompiledGrammar::compile("root ::= \"a\""));
+  shared.get(CompiledGrammar::compile("root ::= \"b\""));  // past the capacity of 2: the first goes
+  EXPECT_EQ(shared.size(), 2u);
+  EXPECT_NE(shared.get(CompiledGrammar::compile(text)).masks, first.masks);
+}
+
 }  // namespace
 }  // namespace dspark
