@@ -27,7 +27,7 @@ namespace dspark {
 class GrammarStateTable {
  public:
   static constexpr int32_t kDead = -1;
-  static constexpr int64_t kMaxStates = 16384;
+  static constexpr int64_t kMaxStates = 8192;
 
   explicit GrammarStateTable(const CompiledGrammar& grammar) : grammar_(&grammar) {}
 

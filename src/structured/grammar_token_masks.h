@@ -53,15 +53,16 @@ class GrammarTokenMasks {
 
 // The masks of the grammars a vocabulary's requests ask for, shared by equal grammars (the
 // same GBNF text): the engine keeps one, so requests with the same grammar (every request of
-// a batch job, say) reuse each other's walks. Holds the least recently used `capacity`
-// grammars and their masks (each up to GrammarTokenMasks::kMaxCachedBytes). Thread-safe.
+// a batch job, say) reuse each other's walks. Holds the `capacity` grammars used last and
+// their masks (each up to GrammarTokenMasks::kMaxCachedBytes, beside its state table of at
+// most GrammarStateTable::kMaxStates states). Thread-safe.
 class SharedGrammarMasks {
  public:
   struct Entry {
     std::shared_ptr<const CompiledGrammar> grammar;  // the first compiled of its text
     std::shared_ptr<GrammarTokenMasks> masks;
   };
-  static constexpr size_t kDefaultCapacity = 16;
+  static constexpr size_t kDefaultCapacity = 8;
 
   explicit SharedGrammarMasks(const TokenMasker& masker, size_t capacity = kDefaultCapacity)
       : masker_(&masker), capacity_(capacity) {}
