@@ -135,17 +135,20 @@ int64_t Engine::add_request(std::vector<int32_t> prompt, const GenerationOptions
       token_masker_ = std::make_unique<TokenMasker>(
           token_bytes(tokenizer_, model_.config().vocab_size, tokenizer_.eos_ids()));
       grammar_masks_ = std::make_unique<SharedGrammarMasks>(*token_masker_);
+      regex_masks_ = std::make_unique<SharedRegexMasks>(*token_masker_);
     }
     switch (options.response_format) {
       case ResponseFormat::kJsonSchema:
         request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, options.json_schema);
         break;
-      case ResponseFormat::kRegex:
-        request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, options.regex);
+      case ResponseFormat::kRegex: {
+        const SharedRegexMasks::Entry shared = regex_masks_->get(options.regex);
+        request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, shared.compiled, shared.masks);
         break;
+      }
       case ResponseFormat::kGrammar: {
         const SharedGrammarMasks::Entry shared = grammar_masks_->get(options.gbnf_grammar);
-        request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, shared.grammar, shared.masks);
+        request->grammar = std::make_unique<GrammarConstraint>(*token_masker_, shared.compiled, shared.masks);
         break;
       }
       default: request->grammar = std::make_unique<GrammarConstraint>(*token_masker_);

@@ -159,6 +159,7 @@ class Engine {
   std::unique_ptr<DraftBudget> draft_budget_;  // kAdaptive only
   std::unique_ptr<TokenMasker> token_masker_;  // built at the first constrained request
   std::unique_ptr<SharedGrammarMasks> grammar_masks_;  // with it: masks shared by requests of one grammar
+  std::unique_ptr<SharedRegexMasks> regex_masks_;      // and of one regex
   ConfidenceCalibrator confidence_calibrator_;  // learned from every request's verified rounds
   SpecDecodeMetrics spec_metrics_;
   ScheduleMetrics schedule_metrics_;

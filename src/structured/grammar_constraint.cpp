@@ -15,11 +15,15 @@ GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<
   matcher_ = SchemaMatcher(*schema_);
 }
 
-GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledRegex> regex)
-    : masker_(&masker), regex_(std::move(regex)), bits_(static_cast<size_t>(masker.num_words())) {
+GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledRegex> regex,
+                                     std::shared_ptr<RegexTokenMasks> masks)
+    : masker_(&masker),
+      regex_(std::move(regex)),
+      regex_masks_(std::move(masks)),
+      bits_(static_cast<size_t>(masker.num_words())) {
   DSPARK_CHECK(regex_ != nullptr, "GrammarConstraint: no compiled regex");
   matcher_ = RegexMatcher(*regex_);
-  regex_masks_ = std::make_unique<RegexTokenMasks>(masker, *regex_);
+  if (!regex_masks_) regex_masks_ = std::make_shared<RegexTokenMasks>(masker, *regex_);
 }
 
 GrammarConstraint::GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledGrammar> grammar,

@@ -24,8 +24,8 @@
 // Holds a pointer to the masker, which must outlive it, and shares ownership of the
 // schema or automaton. Not thread-safe; one per request. No allocation after construction
 // (a regex's: once for each class of its states that the output reaches, RegexTokenMasks; a
-// grammar's: for the states its masks reach, GrammarTokenMasks, which requests of one
-// grammar may share).
+// grammar's: for the states its masks reach, GrammarTokenMasks; requests of one regex or
+// grammar may share them).
 #pragma once
 
 #include <cstdint>
@@ -52,10 +52,12 @@ class GrammarConstraint final : public TokenGrammar {
   explicit GrammarConstraint(const TokenMasker& masker, const JsonMatcherOptions& options = {});
   // json_schema (schema must not be null).
   GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledJsonSchema> schema);
-  // A regex (regex must not be null).
-  GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledRegex> regex);
+  // A regex (regex must not be null), its masks shared with other requests of the same
+  // pattern (structured/shared_token_masks.h) or, when masks is null, its own.
+  GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledRegex> regex,
+                    std::shared_ptr<RegexTokenMasks> masks = nullptr);
   // A context-free grammar (grammar must not be null), its masks shared with other requests
-  // of the same grammar (SharedGrammarMasks::get) or, when masks is null, its own.
+  // of the same grammar (structured/shared_token_masks.h) or, when masks is null, its own.
   GrammarConstraint(const TokenMasker& masker, std::shared_ptr<const CompiledGrammar> grammar,
                     std::shared_ptr<GrammarTokenMasks> masks = nullptr);
 
@@ -95,7 +97,7 @@ class GrammarConstraint final : public TokenGrammar {
   const TokenMasker* masker_;
   std::shared_ptr<const CompiledJsonSchema> schema_;  // json_schema: what matcher_ points into
   std::shared_ptr<const CompiledRegex> regex_;        // regex: likewise
-  std::unique_ptr<RegexTokenMasks> regex_masks_;      // regex: its states' masks, each class walked once
+  std::shared_ptr<RegexTokenMasks> regex_masks_;      // regex: its states' masks, each class walked once
   std::shared_ptr<const CompiledGrammar> cfg_;        // grammar: what matcher_ points into
   std::shared_ptr<GrammarTokenMasks> grammar_masks_;  // grammar: its states' masks, each state walked once
   State matcher_;

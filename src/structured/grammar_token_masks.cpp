@@ -27,24 +27,4 @@ void GrammarTokenMasks::allowed_tokens(const GrammarMatcher& state, std::span<ui
   }
 }
 
-SharedGrammarMasks::Entry SharedGrammarMasks::get(const std::shared_ptr<const CompiledGrammar>& grammar) {
-  const std::lock_guard lock(mu_);
-  if (const auto it = by_source_.find(grammar->source()); it != by_source_.end()) {
-    entries_.splice(entries_.begin(), entries_, it->second);
-    return entries_.front();
-  }
-  entries_.push_front({grammar, std::make_shared<GrammarTokenMasks>(*masker_, *grammar)});
-  by_source_[grammar->source()] = entries_.begin();
-  if (entries_.size() > capacity_) {
-    by_source_.erase(entries_.back().grammar->source());
-    entries_.pop_back();  // requests still holding its masks keep them alive
-  }
-  return entries_.front();
-}
-
-size_t SharedGrammarMasks::size() const {
-  const std::lock_guard lock(mu_);
-  return entries_.size();
-}
-
 }  // namespace dspark

@@ -7,18 +7,14 @@
 //
 // Gives TokenMasker::allowed_tokens's bits exactly (EOS where the state may end, only EOS
 // where it is complete). Thread-safe (one call at a time): the requests of one grammar share
-// one (SharedGrammarMasks), so a grammar used again and again is walked once per state, not
+// one (structured/shared_token_masks.h), so a grammar used again and again is walked once per state, not
 // once per request. Allocates as it meets new states; when the table holds more than
 // GrammarStateTable::kMaxStates it starts again, empty, before the next walk (the masks kept
 // go with it).
 #pragma once
 
 #include <cstdint>
-#include <list>
-#include <memory>
 #include <mutex>
-#include <string>
-#include <unordered_map>
 #include <span>
 #include <vector>
 
@@ -49,34 +45,6 @@ class GrammarTokenMasks {
   std::vector<std::vector<uint64_t>> masks_;  // [states] empty until computed (or past the cap)
   int64_t cached_bytes_ = 0;
   int64_t num_walks_ = 0;
-};
-
-// The masks of the grammars a vocabulary's requests ask for, shared by equal grammars (the
-// same GBNF text): the engine keeps one, so requests with the same grammar (every request of
-// a batch job, say) reuse each other's walks. Holds the `capacity` grammars used last and
-// their masks (each up to GrammarTokenMasks::kMaxCachedBytes, beside its state table of at
-// most GrammarStateTable::kMaxStates states). Thread-safe.
-class SharedGrammarMasks {
- public:
-  struct Entry {
-    std::shared_ptr<const CompiledGrammar> grammar;  // the first compiled of its text
-    std::shared_ptr<GrammarTokenMasks> masks;
-  };
-  static constexpr size_t kDefaultCapacity = 8;
-
-  explicit SharedGrammarMasks(const TokenMasker& masker, size_t capacity = kDefaultCapacity)
-      : masker_(&masker), capacity_(capacity) {}
-
-  // The grammar to use for `grammar` (an earlier one of the same text, or itself) and its masks.
-  Entry get(const std::shared_ptr<const CompiledGrammar>& grammar);
-  size_t size() const;
-
- private:
-  const TokenMasker* masker_;
-  size_t capacity_;
-  mutable std::mutex mu_;
-  std::list<Entry> entries_;  // most recently used first
-  std::unordered_map<std::string, std::list<Entry>::iterator> by_source_;
 };
 
 }  // namespace dspark

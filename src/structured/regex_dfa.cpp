@@ -358,6 +358,7 @@ std::shared_ptr<const CompiledRegex> CompiledRegex::compile(std::string_view pat
       }
     }
   }
+  dfa->source_ = std::string(pattern);
   return dfa;
 }
 

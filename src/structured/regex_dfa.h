@@ -53,6 +53,8 @@ class CompiledRegex {
   // engine's step never waits.
   std::shared_ptr<const std::vector<int32_t>> lookahead_classes(int32_t max_bytes) const;
   int32_t num_byte_classes() const { return num_byte_classes_; }
+  // The pattern it was compiled from (equal patterns compile to equal automata).
+  const std::string& source() const { return source_; }
 
   // Builds the automaton; throws Error (kInvalidRequest) "regex: ..." for a pattern the
   // parser refuses, one past the size caps, one that matches no string, or one that matches
@@ -66,6 +68,7 @@ class CompiledRegex {
   std::vector<uint8_t> accepting_;     // [num_states]
   std::vector<uint8_t> continues_;     // [num_states]
   std::vector<int16_t> toward_accept_;  // [num_states] first byte of completion(), -1 when accepting
+  std::string source_;
   std::vector<int32_t> compute_lookahead_classes(int32_t max_bytes) const;
   mutable std::mutex lookahead_mu_;
   mutable std::vector<std::pair<int32_t, std::shared_ptr<const std::vector<int32_t>>>> lookahead_;  // by max_bytes

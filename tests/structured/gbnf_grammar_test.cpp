@@ -14,6 +14,7 @@
 #include "structured/gbnf_grammar.h"
 #include "structured/gbnf_parser.h"
 #include "structured/grammar_constraint.h"
+#include "structured/shared_token_masks.h"
 #include "structured/json_samples.h"
 #include "support/pcre2_oracle.h"
 #include "structured/token_mask.h"
@@ -336,15 +337,15 @@ TEST(Gbnf, RequestsOfOneGrammarShareItsMasks) {
   const std::string text = oracle_cases()[10].grammar;  // nested objects
   const auto first = shared.get(CompiledGrammar::compile(text));
   const auto again = shared.get(CompiledGrammar::compile(text));
-  EXPECT_EQ(first.grammar, again.grammar);
+  EXPECT_EQ(first.compiled, again.compiled);
   EXPECT_EQ(first.masks, again.masks);
   std::vector<uint64_t> ref(static_cast<size_t>(masker.num_words()));
   const std::vector<std::string> outputs = {R"({"ab": {"c": 12}, "d": 3})", R"({ "x":{}, "yy": 7 })"};
   std::vector<std::vector<int32_t>> tokens;
   for (const std::string& o : outputs) tokens.push_back(tok.encode(o, false));
   const auto walk = [&](const std::vector<int32_t>& ts) {
-    GrammarConstraint c(masker, again.grammar, again.masks);
-    GrammarMatcher m(*again.grammar);
+    GrammarConstraint c(masker, again.compiled, again.masks);
+    GrammarMatcher m(*again.compiled);
     for (const int32_t t : ts) {
       const std::span<const uint64_t> bits = c.allowed_tokens({});
       reference::allowed_tokens(masker.vocabulary(), m, ref);

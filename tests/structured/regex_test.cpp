@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "structured/grammar_constraint.h"
+#include "structured/shared_token_masks.h"
 #include "structured/json_samples.h"
 #include "support/pcre2_oracle.h"
 #include "structured/regex_dfa.h"
@@ -370,6 +371,39 @@ TEST(Regex, GrammarConstraintCutsDraftsAndMasksRows) {
   }
   for (const int32_t t : yes) ASSERT_TRUE(c.accept_token(t));
   EXPECT_TRUE(c.complete());
+}
+
+// Requests of one regex share its masks (SharedRegexMasks): equal patterns compiled apart get
+// the first automaton and one RegexTokenMasks; two constraints through it each get the
+// reference's bits; a second request along the same output walks nothing new.
+TEST(Regex, RequestsOfOneRegexShareItsMasks) {
+  const Tokenizer tok = Tokenizer::from_dir(test::tiny_target_dir());
+  const TokenMasker masker(token_bytes(tok, tok.vocab_size(), test::eos_of(tok)));
+  SharedRegexMasks shared(masker);
+  const std::string pattern = R"(\[("[a-z ]{1,12}"(, )?){1,4}\])";
+  const auto first = shared.get(CompiledRegex::compile(pattern));
+  const auto again = shared.get(CompiledRegex::compile(pattern));
+  EXPECT_EQ(first.compiled, again.compiled);
+  EXPECT_EQ(first.masks, again.masks);
+  EXPECT_NE(shared.get(CompiledRegex::compile("[a-z]+")).masks, first.masks);
+  std::vector<uint64_t> ref(static_cast<size_t>(masker.num_words()));
+  const auto walk = [&](const std::string& output) {
+    GrammarConstraint c(masker, again.compiled, again.masks);
+    RegexMatcher m(*again.compiled);
+    for (const int32_t t : tok.encode(output, false)) {
+      const std::span<const uint64_t> bits = c.allowed_tokens({});
+      reference::allowed_tokens(masker.vocabulary(), m, ref);
+      ASSERT_TRUE(std::equal(bits.begin(), bits.end(), ref.begin()));
+      ASSERT_TRUE(c.accept_token(t) && masker.advance(m, t));
+    }
+    EXPECT_TRUE(m.complete());
+  };
+  walk(R"(["red apple", "pear"])");
+  walk(R"(["a b c"])");
+  const int64_t walks = first.masks->num_walks();
+  EXPECT_GT(walks, 0);
+  walk(R"(["red apple", "pear"])");
+  EXPECT_EQ(first.masks->num_walks(), walks);
 }
 
 }  // namespace
