@@ -91,6 +91,17 @@ StepScratch& step_scratch() {
 constexpr uint32_t kSequenceMin[5] = {0, 0, 0x80, 0x800, 0x10000};
 constexpr uint32_t kSequenceMax[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
 
+// The code points a character of `length` bytes can still become once its bits so far are
+// read and `left` continuation bytes remain (lo > hi: none, an overlong or too large prefix).
+struct CodeRangeLeft {
+  uint32_t lo;
+  uint32_t hi;
+};
+CodeRangeLeft pending_range(uint32_t bits, int left, int length) {
+  return {std::max(bits << (6 * left), kSequenceMin[length]),
+          std::min(bits << (6 * left) | ((1u << (6 * left)) - 1), kSequenceMax[length])};
+}
+
 }  // namespace
 
 std::shared_ptr<const CompiledGrammar> CompiledGrammar::compile(std::string_view gbnf_text) {
@@ -231,18 +242,9 @@ bool GrammarMatcher::step(uint8_t byte) {
   uint32_t bits = 0;
   if (need_ == 0) {
     if (byte < 0x80) return advance_code_point(byte);
-    if (byte >= 0xC2 && byte <= 0xDF) {
-      length = 2;
-      bits = byte & 0x1Fu;
-    } else if (byte >= 0xE0 && byte <= 0xEF) {
-      length = 3;
-      bits = byte & 0x0Fu;
-    } else if (byte >= 0xF0 && byte <= 0xF4) {
-      length = 4;
-      bits = byte & 0x07u;
-    } else {
-      return false;  // a continuation byte, an overlong lead or past U+10FFFF
-    }
+    if (byte < 0xC2 || byte > 0xF4) return false;  // a continuation byte, an overlong lead or past U+10FFFF
+    length = tok::utf8_seq_len(byte);
+    bits = byte & (0x7Fu >> length);
   } else {
     if ((byte & 0xC0) != 0x80) return false;
     length = length_;
@@ -255,9 +257,8 @@ bool GrammarMatcher::step(uint8_t byte) {
     return true;
   }
   // The code points this prefix can still become, within its length's range.
-  const uint32_t lo = std::max(bits << (6 * left), kSequenceMin[length]);
-  const uint32_t hi = std::min(bits << (6 * left) | ((1u << (6 * left)) - 1), kSequenceMax[length]);
-  if (lo > hi || !some_top_holds(lo, hi)) return false;
+  const CodeRangeLeft r = pending_range(bits, left, length);
+  if (r.lo > r.hi || !some_top_holds(r.lo, r.hi)) return false;
   partial_ = bits;
   need_ = static_cast<uint8_t>(left);
   length_ = static_cast<uint8_t>(length);
@@ -293,9 +294,8 @@ std::string GrammarMatcher::completion() const {
     if (need_ != 0) {  // finish the character first, with the smallest code point this stack's top holds
       if (height == 0) continue;
       const int32_t top = stacks_[i + height];
-      const uint32_t lo = std::max(partial_ << (6 * need_), kSequenceMin[length_]);
-      const uint32_t hi = std::min(partial_ << (6 * need_) | ((1u << (6 * need_)) - 1), kSequenceMax[length_]);
-      const int64_t cp = g.class_first_in(g.slot(top).index, lo, hi);
+      const CodeRangeLeft r = pending_range(partial_, need_, length_);
+      const int64_t cp = g.class_first_in(g.slot(top).index, r.lo, r.hi);
       if (cp < 0) continue;
       out = tok::utf8_encode(static_cast<char32_t>(cp)).substr(static_cast<size_t>(length_ - need_));
       g.append_shortest(top + 1, out);

@@ -4,13 +4,14 @@ namespace dspark {
 
 int32_t GrammarStateTable::intern(const GrammarMatcher& m) {
   m.key(key_);
-  std::string key(reinterpret_cast<const char*>(key_.data()), key_.size() * sizeof(int32_t));
-  const auto [it, added] = ids_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
-  if (added) {
-    states_.push_back(m);
-    ascii_.emplace_back().fill(kUnknown);
-  }
-  return it->second;
+  // The key's bytes in a buffer kept between calls: a state seen before costs no allocation.
+  key_bytes_.assign(reinterpret_cast<const char*>(key_.data()), key_.size() * sizeof(int32_t));
+  if (const auto it = ids_.find(key_bytes_); it != ids_.end()) return it->second;
+  const auto id = static_cast<int32_t>(states_.size());
+  ids_.emplace(key_bytes_, id);
+  states_.push_back(m);
+  ascii_.emplace_back().fill(kUnknown);
+  return id;
 }
 
 int32_t GrammarStateTable::step(int32_t id, uint8_t byte) {

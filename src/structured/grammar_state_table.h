@@ -56,7 +56,8 @@ class GrammarStateTable {
   std::unordered_map<uint64_t, int32_t> other_;      // (state << 8 | byte >= 128) -> next state or kDead
   std::unordered_map<std::string, int32_t> ids_;     // GrammarMatcher::key as bytes -> state
   GrammarMatcher scratch_;
-  std::vector<int32_t> key_;
+  std::vector<int32_t> key_;   // scratch: GrammarMatcher::key
+  std::string key_bytes_;      // scratch: key_ as bytes
 };
 
 // A state of a GrammarStateTable, as the token masker walks it (the grammar-state contract
