@@ -3,7 +3,7 @@
 // KV history of 128 positions (and 896 for two paths' verification ratio, where attention
 // weighs more), for each matmul path this CPU has: bf16 weights under the ISA caps avx2
 // (fma256), avx512 (fma512) and the best level (what `auto` picks), int8 weights (amx,
-// vnni512, avxvnni and avx2), and f32 (the packed f32 kernels). Alongside, the machine's
+// vnni512, avxvnni and avx2), 4-bit weights (best and avx2), and f32 (the packed f32 kernels). Alongside, the machine's
 // read bandwidth is measured in the same run, so the roofline fraction (weight bytes /
 // bandwidth vs step time) compares like with like on a noisy machine.
 //
@@ -95,6 +95,8 @@ const Path kPaths[] = {
     {"int8 avxvnni", DType::kBF16, Isa::kAvxVnni, WeightQuantization::kInt8},
     {"int8 amx", DType::kBF16, Isa::kAmx, WeightQuantization::kInt8},
     {"bf16 avx512fp16", DType::kBF16, Isa::kAvx512Fp16, WeightQuantization::kNone},
+    {"int4 best", DType::kBF16, best_isa(), WeightQuantization::kInt4},
+    {"int4 avx2", DType::kBF16, Isa::kAvx2, WeightQuantization::kInt4},
 };
 
 // history: kHistory or kLongHistory (one cached fixture each).
@@ -128,7 +130,7 @@ void BM_Step(benchmark::State& state) {
 }
 BENCHMARK(BM_Step)
     ->ArgNames({"path", "tokens"})
-    ->ArgsProduct({{0, 1, 2, 3}, {1, 9, 16}})
+    ->ArgsProduct({{0, 1, 2, 3, 9}, {1, 9, 16}})
     ->Args({4, 1})
     ->Args({4, 9})
     ->Args({0, 64})
@@ -173,7 +175,7 @@ void BM_VerifyOverDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_VerifyOverDecode)
     ->ArgNames({"path", "history"})
-    ->ArgsProduct({benchmark::CreateDenseRange(0, 8, 1), {kHistory}})
+    ->ArgsProduct({benchmark::CreateDenseRange(0, 10, 1), {kHistory}})
     ->Args({0, kLongHistory})
     ->Args({3, kLongHistory})
     ->Iterations(300)

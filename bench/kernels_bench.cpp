@@ -41,9 +41,11 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
 // 0: Linear kAuto bf16 (the kernel best_bf16_kernel() picks), 1-4: the packed bf16 kernels
 // fma256, fma512, dpbf16, amx, 5: int8 weights (best_int8_kernel()), 6: Linear kOneDnn bf16 (capped at
 // AVX-512 BF16), 7: Linear kOneDnn f32, 8: Linear kPackedF32 (f32 weights, what f32 models
-// use), 9: the packed bf16 kernel fp16. Kinds the CPU lacks (or where oneDNN would not be batch
-// invariant) are skipped.
-enum class Kind { kPackedBest, kFma256, kFma512, kDpbf16, kAmx, kInt8, kOneDnnBf16, kOneDnnF32, kPackedF32, kFp16 };
+// use), 9: the packed bf16 kernel fp16, 10: 4-bit weights (best_int8_kernel(4)). Kinds the CPU
+// lacks (or where oneDNN would not be batch invariant) are skipped.
+enum class Kind {
+  kPackedBest, kFma256, kFma512, kDpbf16, kAmx, kInt8, kOneDnnBf16, kOneDnnF32, kPackedF32, kFp16, kInt4
+};
 
 Bf16Kernel bf16_kernel_of(Kind kind) {
   switch (kind) {
@@ -57,7 +59,7 @@ Bf16Kernel bf16_kernel_of(Kind kind) {
 }
 
 bool kind_available(Kind kind) {
-  if (kind == Kind::kInt8 || kind == Kind::kPackedF32) return true;  // a kernel exists on every level
+  if (kind == Kind::kInt8 || kind == Kind::kInt4 || kind == Kind::kPackedF32) return true;  // on every level
   if (kind == Kind::kOneDnnBf16) return linear_backend_supported(LinearBackend::kOneDnn, DType::kBF16);
   if (kind == Kind::kOneDnnF32) return linear_backend_supported(LinearBackend::kOneDnn, DType::kF32);
   const Bf16Kernel k = bf16_kernel_of(kind);
@@ -74,12 +76,15 @@ class LinearCase {
       return;
     }
     const bool f32 = kind == Kind::kOneDnnF32 || kind == Kind::kPackedF32;
+    const bool integer = kind == Kind::kInt8 || kind == Kind::kInt4;
     LinearOptions options{f32 ? DType::kF32 : DType::kBF16, max_rows,
                           kind == Kind::kPackedBest  ? LinearBackend::kPackedBf16
-                          : kind == Kind::kInt8      ? LinearBackend::kPackedInt8
+                          : integer                  ? LinearBackend::kPackedInt8
                           : kind == Kind::kPackedF32 ? LinearBackend::kPackedF32
                                                      : LinearBackend::kOneDnn,
-                          kind == Kind::kInt8 ? WeightQuantization::kInt8 : WeightQuantization::kNone};
+                          kind == Kind::kInt8   ? WeightQuantization::kInt8
+                          : kind == Kind::kInt4 ? WeightQuantization::kInt4
+                                                : WeightQuantization::kNone};
     linear_ = std::make_unique<Linear>(w, out, in, std::span<const float>{}, options);
   }
   size_t weight_bytes() const { return gemm_ ? gemm_->weight_bytes() : linear_->weight_bytes(); }
@@ -154,7 +159,7 @@ BENCHMARK(BM_ReadBandwidth)->ArgName("MB")->Arg(1)->Arg(32)->UseRealTime()->Comp
 void linear_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"kind", "out", "in", "M", "stream"});
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{512, 512}, {1536, 512}, {3072, 512}, {512, 1536}, {8192, 512}};
-  for (int64_t kind : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+  for (int64_t kind : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
     for (auto [out, in] : shapes) {
       for (int64_t m : {1, 9, 64}) b->Args({kind, out, in, m, 0});
       b->Args({kind, out, in, 1, 1});
@@ -169,7 +174,7 @@ BENCHMARK(BM_Linear)->Apply(linear_args)->MinTime(0.2)->UseRealTime()->ComputeSt
 // thread count).
 void small_m_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"kind", "out", "in", "M", "stream"});
-  for (int64_t kind : {1, 2, 3, 5, 8, 9})
+  for (int64_t kind : {1, 2, 3, 5, 8, 9, 10})
     for (int64_t stream : {0, 1})
       for (int64_t m = 1; m <= 16; ++m) b->Args({kind, 3072, 512, m, stream});
   for (int64_t m = 1; m <= 10; ++m) b->Args({1, 512, 256, m, 0});

@@ -50,9 +50,9 @@ void add_model_options(CLI::App* cmd, ModelArgs& a) {
       ->check(CLI::IsMember({"auto", "avx2", "avxvnni", "avx512", "avx512bf16", "vnni", "avx512fp16", "amx"}))
       ->capture_default_str();
   cmd->add_option("--quantization", a.quantization,
-                  "Matmul weights: auto (the model config's \"quantization\", else none), none or int8 (quantized "
-                  "at load)")
-      ->check(CLI::IsMember({"auto", "none", "int8"}))
+                  "Matmul weights: auto (the model config's \"quantization\", else none), none, int8 or int4 "
+                  "(quantized at load)")
+      ->check(CLI::IsMember({"auto", "none", "int8", "int4"}))
       ->capture_default_str();
   cmd->add_option("--threads", a.threads, "Threads (0 = OpenMP default)")->capture_default_str();
   cmd->add_option("--max-model-len", a.max_model_len, "Context length (0 = the model's)")->capture_default_str();
@@ -220,8 +220,8 @@ void add_speculator_options(CLI::App* cmd, SpeculatorOptions& s) {
   cmd->add_option_function<std::string>(
          "--draft-quantization", [&s](const std::string& q) { if (q != "auto") s.quantization = parse_quantization(q); },
          "Draft model / DSpark / DFlash / EAGLE-3 drafter matmul weights: auto (the drafter config's "
-         "\"quantization\", else as the target's), none or int8")
-      ->check(CLI::IsMember({"auto", "none", "int8"}))
+         "\"quantization\", else as the target's), none, int8 or int4")
+      ->check(CLI::IsMember({"auto", "none", "int8", "int4"}))
       ->default_str("auto");
   cmd->add_option("--ngram-min", s.ngram_min, "N-gram: shortest tail matched")->capture_default_str();
   cmd->add_option("--ngram-max", s.ngram_max, "N-gram: longest tail tried first")->capture_default_str();
@@ -255,9 +255,11 @@ void print_kernels(const Transformer& model) {
   static bool printed = false;
   if (printed) return;
   printed = true;
-  const bool int8 = model.options().quantization == WeightQuantization::kInt8 || model.config().int8_weights;
+  const WeightQuantization q =
+      model.config().int8_weights ? WeightQuantization::kInt8 : model.options().quantization;
   fmt::print(stderr, "kernels: isa {} (cpu best {}), matmul {} ({} weights)\n", isa_name(active_isa()),
-             isa_name(best_isa()), model.matmul_kernel(), int8 ? "int8" : dtype_name(model.options().compute));
+             isa_name(best_isa()), model.matmul_kernel(),
+             q != WeightQuantization::kNone ? quantization_name(q) : dtype_name(model.options().compute));
   // Weights in 4 KB pages cost a TLB miss per 4 KB a step reads (core/huge_pages.h).
   const HugePageReport pages = huge_page_report();
   const bool mostly_small = pages.huge_bytes * 2 < pages.resident_bytes;
@@ -304,8 +306,9 @@ Assembly assemble(const ModelArgs& a, const SpeculatorOptions& speculator, int64
   Assembly assembly = dspark::assemble(o);
   print_kernels(*assembly.target);
   if (!speculator.speculator.empty() && speculator.speculator != "ngram") {
-    const bool int8 = drafter_quantization(speculator, *assembly.target) == WeightQuantization::kInt8;
-    fmt::print(stderr, "drafter: {} ({} weights)\n", speculator.speculator, int8 ? "int8" : a.dtype);
+    const WeightQuantization q = drafter_quantization(speculator, *assembly.target);
+    fmt::print(stderr, "drafter: {} ({} weights)\n", speculator.speculator,
+               q != WeightQuantization::kNone ? std::string(quantization_name(q)) : a.dtype);
   }
   if (assembly.profile) {
     const auto& sps = assembly.engine.step_cost->values();

@@ -72,7 +72,7 @@ void run_serve(ServeArgs& args) {
                                                  : std::string("none");
 
   ServerMetrics metrics({std::string(isa_name(active_isa())), loaded.target->matmul_kernel(),
-                         args.model.quantization == "int8" ? "int8" : args.model.dtype});
+                         args.model.quantization != "none" ? args.model.quantization : args.model.dtype});
   EngineLoopOptions loop_options;
   loop_options.max_waiting = args.max_waiting;
   loop_options.on_finished = [&metrics](const FinishedRequest& r) { metrics.observe(r); };

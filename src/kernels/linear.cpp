@@ -41,7 +41,7 @@ bool onednn_may_use_amx() {
 
 LinearBackend resolve(LinearBackend backend, DType compute, WeightQuantization quantization) {
   if (backend != LinearBackend::kAuto) return backend;
-  if (quantization == WeightQuantization::kInt8) return LinearBackend::kPackedInt8;
+  if (quantization != WeightQuantization::kNone) return LinearBackend::kPackedInt8;
   return compute == DType::kBF16 ? LinearBackend::kPackedBf16 : LinearBackend::kPackedF32;
 }
 
@@ -111,7 +111,7 @@ struct Linear::Impl {
       : out(weight.out), in(weight.in), options(opts), has_bias(!bias.empty()) {
     DSPARK_CHECK(options.max_rows >= 1, "Linear: max_rows must be >= 1, got {}", options.max_rows);
     options.backend = LinearBackend::kPackedInt8;
-    options.quantization = WeightQuantization::kInt8;
+    options.quantization = weight.bits == 4 ? WeightQuantization::kInt4 : WeightQuantization::kInt8;
     packed_int8.emplace(weight, bias, options.max_rows);
   }
 
@@ -165,10 +165,11 @@ struct Linear::Impl {
     DSPARK_CHECK(options.max_rows >= 1, "Linear: max_rows must be >= 1, got {}", options.max_rows);
 
     options.backend = resolve(options.backend, options.compute, options.quantization);
-    DSPARK_CHECK((options.backend == LinearBackend::kPackedInt8) == (options.quantization == WeightQuantization::kInt8),
-                 "Linear: int8 weights go with backend kPackedInt8 and only with it");
+    DSPARK_CHECK((options.backend == LinearBackend::kPackedInt8) == (options.quantization != WeightQuantization::kNone),
+                 "Linear: int8 and int4 weights go with backend kPackedInt8 and only with it");
     if (options.backend == LinearBackend::kPackedInt8) {
-      packed_int8.emplace(quantize_int8_weights(weight.data(), out, in), bias, options.max_rows);
+      const int bits = options.quantization == WeightQuantization::kInt4 ? 4 : 8;
+      packed_int8.emplace(quantize_int8_weights(weight.data(), out, in, bits), bias, options.max_rows);
       return;
     }
     if (options.backend == LinearBackend::kPackedBf16) {
@@ -371,13 +372,18 @@ bool linear_backend_supported(LinearBackend backend, DType compute) {
 }
 
 std::string_view quantization_name(WeightQuantization q) {
-  return q == WeightQuantization::kInt8 ? "int8" : "none";
+  switch (q) {
+    case WeightQuantization::kInt8: return "int8";
+    case WeightQuantization::kInt4: return "int4";
+    default: return "none";
+  }
 }
 
 WeightQuantization parse_quantization(std::string_view name) {
   if (name == "none") return WeightQuantization::kNone;
   if (name == "int8") return WeightQuantization::kInt8;
-  DSPARK_FAIL("unknown quantization '{}' (expected none or int8)", name);
+  if (name == "int4") return WeightQuantization::kInt4;
+  DSPARK_FAIL("unknown quantization '{}' (expected none, int8 or int4)", name);
 }
 
 }  // namespace dspark

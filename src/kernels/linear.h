@@ -15,8 +15,8 @@
 //    is one accumulator chain over k in a fixed order (f32; fp16 over 64 k at a time into f32
 //    for the fp16 kernel), so a row never depends on M or on the thread count. Near memory
 //    bandwidth at M = 1.
-//  - kPackedInt8 (what kAuto picks with quantization = kInt8): W quantized to int8 at
-//    construction (per row and 32 columns), x per row and 32 columns on the fly, integer
+//  - kPackedInt8 (what kAuto picks with quantization = kInt8 or kInt4): W quantized to int8
+//    or 4 bits at construction (per row and 32 columns), x per row and 32 columns on the fly, integer
 //    dot products (VNNI or AVX2, the same bits; kernels/packed_int8_gemm.h). Row r is exact integer work plus a fixed
 //    f32 order, so it never depends on M either; compute is ignored.
 //  - kPackedF32 (what kAuto picks for f32): the f32 sibling of kPackedBf16 (AVX2 / AVX-512
@@ -49,16 +49,17 @@ enum class LinearBackend : uint8_t { kAuto, kOneDnn, kPackedBf16, kPackedInt8, k
 // AVX-512: see above). kAuto always can.
 bool linear_backend_supported(LinearBackend backend, DType compute);
 
-// How weights are stored for the product: as the compute dtype, or int8 with scales.
-enum class WeightQuantization : uint8_t { kNone, kInt8 };
-std::string_view quantization_name(WeightQuantization q);  // "none", "int8"
+// How weights are stored for the product: as the compute dtype, or int8 or 4-bit integers
+// with scales (kernels/packed_int8_gemm.h).
+enum class WeightQuantization : uint8_t { kNone, kInt8, kInt4 };
+std::string_view quantization_name(WeightQuantization q);  // "none", "int8", "int4"
 WeightQuantization parse_quantization(std::string_view name);  // throws on anything else
 
 struct LinearOptions {
   DType compute = DType::kBF16;                 // kBF16 or kF32
   int64_t max_rows = 512;                       // largest M forward will be called with
   LinearBackend backend = LinearBackend::kAuto;  // kPackedBf16 needs compute = kBF16, kPackedF32 kF32
-  WeightQuantization quantization = WeightQuantization::kNone;  // kInt8: backend kPackedInt8
+  WeightQuantization quantization = WeightQuantization::kNone;  // kInt8, kInt4: backend kPackedInt8
 };
 
 class Linear {

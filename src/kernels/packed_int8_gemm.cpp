@@ -1,7 +1,8 @@
 #include "kernels/packed_int8_gemm.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "core/check.h"
 #include "kernels/isa/int8_kernels.h"
@@ -11,10 +12,9 @@ namespace dspark {
 namespace {
 
 using kernels::kInt8Block;
-using kernels::kInt8BlockBytes;
 using kernels::kInt8Chunk;
-using kernels::kInt8ChunkRecord;
 using kernels::kInt8Group;
+using kernels::kInt8GroupBlocks;
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -42,18 +42,21 @@ Isa int8_kernel_isa(Int8Kernel kernel) {
   }
 }
 
-Int8Kernel best_int8_kernel() {
-  if (isa_allowed(Isa::kAmx)) return Int8Kernel::kAmx;
+Int8Kernel best_int8_kernel(int bits) {
+  if (bits == 8 && isa_allowed(Isa::kAmx)) return Int8Kernel::kAmx;
   if (isa_allowed(Isa::kVnni)) return Int8Kernel::kVnni512;
-  return isa_allowed(Isa::kAvxVnni) ? Int8Kernel::kAvxVnni : Int8Kernel::kAvx2;
+  return bits == 8 && isa_allowed(Isa::kAvxVnni) ? Int8Kernel::kAvxVnni : Int8Kernel::kAvx2;
 }
 
-Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in) {
+Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in, int bits) {
   DSPARK_CHECK(out > 0 && in > 0, "quantize_int8_weights: bad shape [{}, {}]", out, in);
+  DSPARK_CHECK(bits == 8 || bits == 4, "quantize_int8_weights: bits must be 8 or 4, got {}", bits);
+  const float q_max = bits == 8 ? 127.0f : 7.0f;
   const int64_t num_chunks = (in + kInt8Chunk - 1) / kInt8Chunk;
   Int8Weights w;
   w.out = out;
   w.in = in;
+  w.bits = bits;
   w.q.resize(static_cast<size_t>(out * in));
   w.scales.resize(static_cast<size_t>(out * num_chunks));
   for (int64_t n = 0; n < out; ++n)
@@ -61,11 +64,11 @@ Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in) 
       const int64_t k0 = ch * kInt8Chunk, k1 = std::min(in, k0 + kInt8Chunk);
       float amax = 0.0f;
       for (int64_t k = k0; k < k1; ++k) amax = std::fmax(amax, std::fabs(weight[n * in + k]));
-      const float scale = amax / 127.0f;
+      const float scale = amax / q_max;
       w.scales[n * num_chunks + ch] = scale;
       for (int64_t k = k0; k < k1; ++k) {
         const float v = scale > 0.0f ? std::nearbyint(weight[n * in + k] / scale) : 0.0f;
-        w.q[n * in + k] = static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, v)));
+        w.q[n * in + k] = static_cast<int8_t>(std::fmax(-q_max, std::fmin(q_max, v)));
       }
     }
   return w;
@@ -78,32 +81,50 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
       padded_in_(round_up(weights.in, kInt8Chunk)),
       num_groups_((weights.out + kInt8Group - 1) / kInt8Group),
       max_rows_(max_rows),
-      kernel_(kernel == Int8Kernel::kBest ? best_int8_kernel() : kernel) {
+      bits_(weights.bits),
+      kernel_(kernel == Int8Kernel::kBest ? best_int8_kernel(weights.bits) : kernel) {
   const int64_t num_chunks = padded_in_ / kInt8Chunk;
   kernels::check_packed_args("PackedInt8Gemm", out_, in_, bias, max_rows_);
+  DSPARK_CHECK(bits_ == 8 || (bits_ == 4 && (kernel_ == Int8Kernel::kVnni512 || kernel_ == Int8Kernel::kAvx2)),
+               "PackedInt8Gemm: {}-bit weights on kernel {} (4-bit weights run on vnni512 or avx2)", bits_,
+               int8_kernel_name(kernel_));
+  const int q_max = bits_ == 8 ? 127 : 7;
+  for (const int8_t q : weights.q)
+    DSPARK_CHECK(q >= -q_max && q <= q_max, "PackedInt8Gemm: a {}-bit weight {} outside [-{}, {}]", bits_, q, q_max,
+                 q_max);
   DSPARK_CHECK(static_cast<int64_t>(weights.q.size()) == out_ * in_ &&
                    static_cast<int64_t>(weights.scales.size()) == out_ * num_chunks,
                "PackedInt8Gemm: weights of [{}, {}] need {} values and {} scales, got {} and {}", out_, in_,
                out_ * in_, out_ * num_chunks, weights.q.size(), weights.scales.size());
   DSPARK_CHECK(isa_allowed(int8_kernel_isa(kernel_)), "PackedInt8Gemm: kernel {} needs ISA {} (active: {})",
                int8_kernel_name(kernel_), isa_name(int8_kernel_isa(kernel_)), isa_name(active_isa()));
+  const int64_t group_record = kernels::int8_record_bytes(bits_, kInt8GroupBlocks);
+  const int64_t block_bytes = kernels::int8_block_bytes(bits_);
   auto packed = std::make_shared<AlignedBuffer>(
-      AlignedBuffer::in_huge_pages(static_cast<size_t>(num_groups_ * num_chunks * kInt8ChunkRecord)));
+      AlignedBuffer::in_huge_pages(static_cast<size_t>(num_groups_ * num_chunks * group_record)));
+  std::memset(packed->data(), 0, packed->size());  // 4-bit bytes are filled a nibble at a time
   for (int64_t g = 0; g < num_groups_; ++g) {
     const int64_t blocks = out_ - g * kInt8Group > kInt8Block ? 2 : 1;
-    const int64_t record_bytes = blocks * (kInt8BlockBytes + kInt8Block * 4);
+    const int64_t record_bytes = kernels::int8_record_bytes(bits_, blocks);
     for (int64_t ch = 0; ch < num_chunks; ++ch) {
-      uint8_t* rec = packed->as<uint8_t>() + (g * num_chunks) * kInt8ChunkRecord + ch * record_bytes;
-      float* scales = reinterpret_cast<float*>(rec + blocks * kInt8BlockBytes);
+      uint8_t* rec = packed->as<uint8_t>() + (g * num_chunks) * group_record + ch * record_bytes;
+      float* scales = reinterpret_cast<float*>(rec + blocks * block_bytes);
       for (int64_t b = 0; b < blocks; ++b)
         for (int64_t lane = 0; lane < kInt8Block; ++lane) {
           const int64_t n = g * kInt8Group + b * kInt8Block + lane;
           for (int64_t kk = 0; kk < kInt8Chunk; ++kk) {
             const int64_t k = ch * kInt8Chunk + kk;
             const int8_t q = n < out_ && k < in_ ? weights.q[n * in_ + k] : 0;
-            rec[b * kInt8BlockBytes + (kk / 4) * 64 + lane * 4 + kk % 4] = static_cast<uint8_t>(q + 128);
+            const int64_t step = kk / 4, byte = lane * 4 + kk % 4;  // 8-bit vector `step`, its byte
+            if (bits_ == 8) {
+              rec[b * block_bytes + step * 64 + byte] = static_cast<uint8_t>(q + 128);
+            } else {  // vector step / 2, the low nibble for an even step (int8_kernels.h)
+              rec[b * block_bytes + step / 2 * 64 + byte] |= static_cast<uint8_t>((q + 8) << (step % 2 * 4));
+            }
           }
-          scales[b * kInt8Block + lane] = n < out_ ? weights.scales[n * num_chunks + ch] : 0.0f;
+          // 4-bit: the kernels multiply 16 q (kernels/isa/int8_kernels.h); / 16 is exact.
+          const float scale = n < out_ ? weights.scales[n * num_chunks + ch] : 0.0f;
+          scales[b * kInt8Block + lane] = bits_ == 8 ? scale : scale / 16.0f;
         }
     }
   }
@@ -118,6 +139,7 @@ PackedInt8Gemm::PackedInt8Gemm(const PackedInt8Gemm& source, int64_t max_rows)
       padded_in_(source.padded_in_),
       num_groups_(source.num_groups_),
       max_rows_(max_rows),
+      bits_(source.bits_),
       kernel_(source.kernel_),
       packed_(source.packed_),
       bias_(source.bias_) {
@@ -137,7 +159,8 @@ void PackedInt8Gemm::allocate_scratch() {
 void PackedInt8Gemm::multiply(const float* x, float* y, int64_t num_rows) {
   DSPARK_CHECK(num_rows >= 1 && num_rows <= max_rows_, "PackedInt8Gemm: num_rows {} outside [1, {}]", num_rows,
                max_rows_);
-  const kernels::PackedInt8View w{packed_->as<uint8_t>(), bias_->as<float>(), out_, in_, padded_in_, num_groups_};
+  const kernels::PackedInt8View w{packed_->as<uint8_t>(), bias_->as<float>(), out_, in_, padded_in_, num_groups_,
+                                  bits_};
   const kernels::Int8Activations a{x_q_.as<int8_t>(), x_scale_.as<float>(), x_offset_.as<float>()};
   switch (kernel_) {
     case Int8Kernel::kAmx: kernels::int8_gemm_amx(w, x, a, y, num_rows); break;
@@ -154,16 +177,17 @@ void int8_linear(const float* x, const Int8Weights& w, const float* bias, float*
   const int64_t num_chunks = padded_in / kInt8Chunk;
   std::vector<int8_t> q(static_cast<size_t>(padded_in), 0);
   std::vector<float> t(static_cast<size_t>(num_chunks)), c(static_cast<size_t>(num_chunks));
+  const int32_t weight_factor = w.bits == 8 ? 1 : 16;
   for (int64_t r = 0; r < rows; ++r) {
     kernels::quantize_int8_row(x + r * w.in, w.in, padded_in, 0, {q.data(), t.data(), c.data()});
     for (int64_t n = 0; n < w.out; ++n) {
       float acc = 0.0f;
       for (int64_t ch = 0; ch < num_chunks; ++ch) {
-        int32_t u = 0;  // Σ (q_w + 128) q_x, as vpdpbusd accumulates it
+        int32_t u = 0;  // Σ (q_w + 128) q_x, as vpdpbusd accumulates it, q_w = 16 q for 4 bits
         for (int64_t k = ch * kInt8Chunk; k < std::min(w.in, (ch + 1) * kInt8Chunk); ++k)
-          u += (w.q[n * w.in + k] + 128) * q[k];
+          u += (w.q[n * w.in + k] * weight_factor + 128) * q[k];
         const float part = std::fma(static_cast<float>(u), t[ch], -c[ch]);
-        acc = std::fma(part, w.scales[n * num_chunks + ch], acc);
+        acc = std::fma(part, w.scales[n * num_chunks + ch] / static_cast<float>(weight_factor), acc);
       }
       y[r * w.out + n] = acc + (bias != nullptr ? bias[n] : 0.0f);
     }

@@ -1,7 +1,7 @@
 // The int8-weight matrix product behind LinearBackend::kPackedInt8 (internal).
 //
-// y[M, out] ≈ x[M, in] · Wᵀ + bias with W quantized once, at construction, to int8 per
-// output row and 32-column block of k (one f32 scale each), and x quantized per row and
+// y[M, out] ≈ x[M, in] · Wᵀ + bias with W quantized once, at construction, to int8 (or 4
+// bits) per output row and 32-column block of k (one f32 scale each), and x quantized per row and
 // 32-column block on the fly; integer dot products, scales applied in f32. The format and
 // the exact arithmetic are in kernels/isa/int8_kernels.h; reference::int8_linear computes
 // the same values with plain loops.
@@ -29,25 +29,29 @@ enum class Int8Kernel : uint8_t { kBest, kAvx2, kAvxVnni, kVnni512, kAmx };
 std::string_view int8_kernel_name(Int8Kernel kernel);  // "avx2", "avxvnni", "vnni512", "amx"
 Isa int8_kernel_isa(Int8Kernel kernel);                 // the level a kernel needs
 // The kernel kBest resolves to under the current ISA cap: AMX, else VNNI, else AVX-VNNI,
-// else AVX2, the first one allowed.
-Int8Kernel best_int8_kernel();
+// else AVX2, the first one allowed. 4-bit weights run on VNNI or AVX2 (their kernels widen
+// the nibbles; the AMX and AVX-VNNI kernels take 8-bit weights only).
+Int8Kernel best_int8_kernel(int bits = 8);
 
 inline constexpr int64_t kInt8ScaleBlock = 32;  // columns of k per weight scale
 
-// W quantized as the kernels store it: q [out, in] in [-127, 127] and scales
-// [out, ceil(in / 32)]; w ≈ q · scale of its block.
+// W quantized as the kernels store it: q [out, in] in [-127, 127] (8 bits) or [-7, 7]
+// (4 bits) and scales [out, ceil(in / 32)]; w ≈ q · scale of its block.
 struct Int8Weights {
   std::vector<int8_t> q;      // [out, in]
   std::vector<float> scales;  // [out, ceil(in / 32)]
   int64_t out = 0;
   int64_t in = 0;
+  int bits = 8;               // 8 or 4: how many bits each q is packed in
 };
-// weight: [out, in] f32.
-Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in);
+// weight: [out, in] f32. Symmetric per output row and 32-column block: scale = max|w| / 127
+// (8 bits) or max|w| / 7 (4 bits), q = round(w / scale).
+Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in, int bits = 8);
 
 class PackedInt8Gemm {
  public:
-  // bias: [out] or empty; max_rows: the largest M of multiply.
+  // bias: [out] or empty; max_rows: the largest M of multiply; kernel: one that takes
+  // weights of weights.bits (best_int8_kernel).
   PackedInt8Gemm(const Int8Weights& weights, std::span<const float> bias, int64_t max_rows,
                  Int8Kernel kernel = Int8Kernel::kBest);
   // Multiplies by `source`'s packed weights and bias (shared, read only) with activation
@@ -62,6 +66,7 @@ class PackedInt8Gemm {
   size_t weight_bytes() const { return packed_->size(); }  // int8 weights + scales
   const void* weights_data() const { return packed_->data(); }  // identifies the stored copy
   Int8Kernel kernel() const { return kernel_; }
+  int bits() const { return bits_; }
 
  private:
   int64_t out_;
@@ -69,6 +74,7 @@ class PackedInt8Gemm {
   int64_t padded_in_;
   int64_t num_groups_;
   int64_t max_rows_;
+  int bits_;
   Int8Kernel kernel_;
   void allocate_scratch();
 

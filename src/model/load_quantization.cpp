@@ -16,17 +16,17 @@ std::optional<WeightQuantization> configured_quantization(const std::filesystem:
   DSPARK_CHECK(config.is_object(), "{}: not a JSON object", path.string());
   const auto it = config.find("quantization");
   if (it == config.end()) return std::nullopt;
-  // Unlike an unset field in a parsed config, an empty string here is a value, and not one of the two.
+  // Unlike an unset field in a parsed config, an empty string here is a value, and not one of the three.
   DSPARK_CHECK(it->is_string() && !it->get<std::string>().empty(),
-               "{}: field 'quantization' must be \"none\" or \"int8\", got {}", path.string(), it->dump());
+               "{}: field 'quantization' must be \"none\", \"int8\" or \"int4\", got {}", path.string(), it->dump());
   const std::string value = it->get<std::string>();
   check_configured_quantization(value, path.string());
   return parse_quantization(value);
 }
 
 void check_configured_quantization(const std::string& value, const std::string& source) {
-  DSPARK_CHECK(value.empty() || value == "none" || value == "int8",
-               "{}: field 'quantization' must be \"none\" or \"int8\", got '{}'", source, value);
+  DSPARK_CHECK(value.empty() || value == "none" || value == "int8" || value == "int4",
+               "{}: field 'quantization' must be \"none\", \"int8\" or \"int4\", got '{}'", source, value);
 }
 
 }  // namespace dspark

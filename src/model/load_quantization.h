@@ -1,5 +1,5 @@
-// A model's own choice of matmul weights at load: config.json's "quantization" key, "none"
-// or "int8", the same values as --quantization. It is what --quantization (the target)
+// A model's own choice of matmul weights at load: config.json's "quantization" key, "none",
+// "int8" or "int4", the same values as --quantization. It is what --quantization (the target)
 // and --draft-quantization (a DSpark / DFlash drafter, EAGLE-3 head or draft model) mean by
 // auto, so a drafter can ship quantized at load while its file keeps the bf16 weights
 // that training resumes from. (A checkpoint saved quantized by `dspark quantize` says so
@@ -16,10 +16,10 @@ namespace dspark {
 
 // model_dir/config.json's "quantization", or nullopt when the key (or the file: the
 // loader reports that) is absent. Throws Error, naming the file, for a value that is not
-// "none" or "int8" or a config.json that is not a JSON object.
+// "none", "int8" or "int4", or a config.json that is not a JSON object.
 std::optional<WeightQuantization> configured_quantization(const std::filesystem::path& model_dir);
 
-// Throws Error naming `source` unless `value` is empty (unset), "none" or "int8": the check
+// Throws Error naming `source` unless `value` is empty (unset), "none", "int8" or "int4": the check
 // of every config that carries the key.
 void check_configured_quantization(const std::string& value, const std::string& source);
 

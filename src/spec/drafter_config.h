@@ -97,7 +97,7 @@ struct DrafterConfig {
   std::vector<float> confidence_repeat_shifts;  // [2] {disagree, agree} or empty (0, 0); greedy only
   int32_t speculative_tokens = 0;             // default drafts per round (speculators_config)
   // Matmul weights at load unless the command line names them: "" (as the target's),
-  // "none" or "int8" (model/load_quantization.h reads it for the engine).
+  // "none", "int8" or "int4" (model/load_quantization.h reads it for the engine).
   std::string quantization;
   std::string verifier_name_or_path;
   std::vector<std::string> verifier_architectures;

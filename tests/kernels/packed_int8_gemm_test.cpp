@@ -18,12 +18,15 @@ namespace {
 using testing::random_floats;
 using testing::same_bits;
 
-// Every int8 kernel, each run where the CPU (and the ISA cap) allows it.
-class PackedInt8GemmTest : public ::testing::TestWithParam<Int8Kernel> {
+// Every int8 kernel with 8-bit weights, and those that take 4-bit weights (vnni512, avx2)
+// with 4-bit ones, each run where the CPU (and the ISA cap) allows it.
+class PackedInt8GemmTest : public ::testing::TestWithParam<std::tuple<Int8Kernel, int>> {
  protected:
+  Int8Kernel kernel() const { return std::get<0>(GetParam()); }
+  int bits() const { return std::get<1>(GetParam()); }
   void SetUp() override {
-    if (!isa_allowed(int8_kernel_isa(GetParam())))
-      GTEST_SKIP() << int8_kernel_name(GetParam()) << " needs ISA " << isa_name(int8_kernel_isa(GetParam()))
+    if (!isa_allowed(int8_kernel_isa(kernel())))
+      GTEST_SKIP() << int8_kernel_name(kernel()) << " needs ISA " << isa_name(int8_kernel_isa(kernel()))
                    << "; active: " << isa_name(active_isa());
   }
 };
@@ -32,15 +35,22 @@ TEST(Int8Quantization, RoundTripsWithinHalfAStep) {
   const int64_t out = 5, in = 70;  // 3 blocks per row, the last one partial
   auto w = random_floats(static_cast<size_t>(out * in), 7, -3.0f, 3.0f);
   for (int64_t k = 32; k < 64; ++k) w[2 * in + k] = 0.0f;  // an all-zero block
-  const Int8Weights q = quantize_int8_weights(w.data(), out, in);
-  ASSERT_EQ(q.scales.size(), size_t{out * 3});
-  EXPECT_EQ(q.scales[2 * 3 + 1], 0.0f);
-  for (int64_t n = 0; n < out; ++n)
-    for (int64_t k = 0; k < in; ++k) {
-      const float s = q.scales[n * 3 + k / 32];
-      EXPECT_LE(std::abs(q.q[n * in + k]), 127);
-      EXPECT_LE(std::fabs(q.q[n * in + k] * s - w[n * in + k]), 0.5f * s * (1 + 1e-6f) + 1e-30f);
-    }
+  for (const int bits : {8, 4}) {
+    const int q_max = bits == 8 ? 127 : 7;
+    const Int8Weights q = quantize_int8_weights(w.data(), out, in, bits);
+    ASSERT_EQ(q.scales.size(), size_t{out * 3});
+    EXPECT_EQ(q.bits, bits);
+    EXPECT_EQ(q.scales[2 * 3 + 1], 0.0f);
+    int extremes = 0;  // the block's largest |w| lands on ±q_max
+    for (int64_t n = 0; n < out; ++n)
+      for (int64_t k = 0; k < in; ++k) {
+        const float s = q.scales[n * 3 + k / 32];
+        EXPECT_LE(std::abs(q.q[n * in + k]), q_max);
+        extremes += std::abs(q.q[n * in + k]) == q_max;
+        EXPECT_LE(std::fabs(q.q[n * in + k] * s - w[n * in + k]), 0.5f * s * (1 + 1e-6f) + 1e-30f);
+      }
+    EXPECT_GE(extremes, out * 3 - 1) << bits << " bits";  // every block but the zero one
+  }
 }
 
 // The kernel computes exactly what the plain-loop reference computes (same integer sums,
@@ -51,8 +61,8 @@ TEST_P(PackedInt8GemmTest, SameBitsAsReference) {
     const auto w = random_floats(static_cast<size_t>(out * in), 1 + out);
     const auto b = random_floats(static_cast<size_t>(out), 2);
     const auto x = random_floats(static_cast<size_t>(rows * in), 3 + in, -2.0f, 2.0f);
-    const Int8Weights q = quantize_int8_weights(w.data(), out, in);
-    PackedInt8Gemm gemm(q, b, rows, GetParam());
+    const Int8Weights q = quantize_int8_weights(w.data(), out, in, bits());
+    PackedInt8Gemm gemm(q, b, rows, kernel());
     std::vector<float> y(static_cast<size_t>(rows * out)), ref(y.size());
     gemm.multiply(x.data(), y.data(), rows);
     reference::int8_linear(x.data(), q, b.data(), ref.data(), rows);
@@ -61,13 +71,13 @@ TEST_P(PackedInt8GemmTest, SameBitsAsReference) {
 }
 
 // Quantization error against the f32 product: per-block int8 on both sides keeps each
-// output within 2% of sum_k |x_k w_k| (random data; real activations are checked through
-// perplexity in the model tests).
+// output within 2% of sum_k |x_k w_k|, 4-bit weights within 6% (random data; real
+// activations are checked through perplexity in the model tests).
 TEST_P(PackedInt8GemmTest, CloseToTheFloatProduct) {
   const int64_t out = 96, in = 512, rows = 4;
   const auto w = random_floats(static_cast<size_t>(out * in), 5);
   const auto x = random_floats(static_cast<size_t>(rows * in), 6, -2.0f, 2.0f);
-  PackedInt8Gemm gemm(quantize_int8_weights(w.data(), out, in), {}, rows, GetParam());
+  PackedInt8Gemm gemm(quantize_int8_weights(w.data(), out, in, bits()), {}, rows, kernel());
   std::vector<float> y(static_cast<size_t>(rows * out)), ref(y.size());
   gemm.multiply(x.data(), y.data(), rows);
   reference::linear(x.data(), w.data(), nullptr, ref.data(), rows, out, in, DType::kF32);
@@ -75,7 +85,7 @@ TEST_P(PackedInt8GemmTest, CloseToTheFloatProduct) {
     for (int64_t n = 0; n < out; ++n) {
       double magnitude = 0;
       for (int64_t k = 0; k < in; ++k) magnitude += std::fabs(x[r * in + k] * w[n * in + k]);
-      ASSERT_NEAR(y[r * out + n], ref[r * out + n], 0.02 * magnitude);
+      ASSERT_NEAR(y[r * out + n], ref[r * out + n], (bits() == 8 ? 0.02 : 0.06) * magnitude);
     }
 }
 
@@ -85,7 +95,7 @@ TEST_P(PackedInt8GemmTest, BatchAndThreadInvariant) {
     const int64_t max_rows = 130;
     const auto w = random_floats(static_cast<size_t>(out * in), 11);
     const auto x = random_floats(static_cast<size_t>(max_rows * in), 13, -3.0f, 3.0f);
-    PackedInt8Gemm gemm(quantize_int8_weights(w.data(), out, in), {}, max_rows, GetParam());
+    PackedInt8Gemm gemm(quantize_int8_weights(w.data(), out, in, bits()), {}, max_rows, kernel());
     set_num_threads(1);
     std::vector<float> single(static_cast<size_t>(max_rows * out));
     for (int64_t r = 0; r < max_rows; ++r) gemm.multiply(x.data() + r * in, single.data() + r * out, 1);
@@ -106,21 +116,48 @@ TEST_P(PackedInt8GemmTest, BatchAndThreadInvariant) {
 TEST(PackedInt8Gemm, ThroughLinear) {
   const auto w = random_floats(64 * 64, 31);
   const auto x = random_floats(8 * 64, 32);
-  Linear linear(w, 64, 64, {}, {DType::kBF16, 8, LinearBackend::kAuto, WeightQuantization::kInt8});
-  EXPECT_EQ(linear.backend(), LinearBackend::kPackedInt8);
-  EXPECT_EQ(linear.kernel_name(), int8_kernel_name(best_int8_kernel()));
-  EXPECT_LT(linear.weight_bytes(), size_t{64 * 64 * 2});
-  std::vector<float> y(8 * 64), ref(y.size());
-  linear.forward(x.data(), y.data(), 8);
-  reference::int8_linear(x.data(), quantize_int8_weights(w.data(), 64, 64), nullptr, ref.data(), 8);
-  EXPECT_TRUE(same_bits(y.data(), ref.data(), y.size()));
-  EXPECT_THROW(linear.forward(x.data(), y.data(), 9), Error);
+  // weight bytes: 64 x 64 weights of `bits` bits plus a 4-byte scale per 32
+  for (const auto [quantization, bits] : {std::pair{WeightQuantization::kInt8, 8}, {WeightQuantization::kInt4, 4}}) {
+    Linear linear(w, 64, 64, {}, {DType::kBF16, 8, LinearBackend::kAuto, quantization});
+    EXPECT_EQ(linear.backend(), LinearBackend::kPackedInt8);
+    EXPECT_EQ(linear.kernel_name(), int8_kernel_name(best_int8_kernel(bits)));
+    EXPECT_EQ(linear.weight_bytes(), size_t{64 * 64 * bits / 8 + 64 * 2 * 4});
+    std::vector<float> y(8 * 64), ref(y.size());
+    linear.forward(x.data(), y.data(), 8);
+    reference::int8_linear(x.data(), quantize_int8_weights(w.data(), 64, 64, bits), nullptr, ref.data(), 8);
+    EXPECT_TRUE(same_bits(y.data(), ref.data(), y.size())) << bits << " bits";
+    EXPECT_THROW(linear.forward(x.data(), y.data(), 9), Error);
+  }
+}
+
+// The 4-bit product is the 8-bit one of the weights 16 q with scales s / 16 (exact), so
+// both give the same bits: the nibbles unpack to the right k and lanes.
+TEST(PackedInt8Gemm, FourBitWeightsMultiplyAsTheirEightBitEqual) {
+  const int64_t out = 70, in = 100, rows = 9;
+  const auto w = random_floats(static_cast<size_t>(out * in), 41);
+  const auto x = random_floats(static_cast<size_t>(rows * in), 42, -2.0f, 2.0f);
+  const Int8Weights four = quantize_int8_weights(w.data(), out, in, 4);
+  Int8Weights eight = four;
+  eight.bits = 8;
+  for (int8_t& q : eight.q) q = static_cast<int8_t>(q * 16);
+  for (float& s : eight.scales) s /= 16.0f;
+  std::vector<float> y4(static_cast<size_t>(rows * out)), y8(y4.size());
+  for (Int8Kernel kernel : {Int8Kernel::kAvx2, Int8Kernel::kVnni512}) {
+    if (!isa_allowed(int8_kernel_isa(kernel))) continue;
+    PackedInt8Gemm(four, {}, rows, kernel).multiply(x.data(), y4.data(), rows);
+    PackedInt8Gemm(eight, {}, rows, kernel).multiply(x.data(), y8.data(), rows);
+    EXPECT_TRUE(same_bits(y4.data(), y8.data(), y4.size())) << int8_kernel_name(kernel);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PackedInt8GemmTest,
-                         ::testing::Values(Int8Kernel::kAvx2, Int8Kernel::kAvxVnni, Int8Kernel::kVnni512,
-                                           Int8Kernel::kAmx),
-                         [](const auto& info) { return std::string(int8_kernel_name(info.param)); });
+                         ::testing::Values(std::tuple{Int8Kernel::kAvx2, 8}, std::tuple{Int8Kernel::kAvxVnni, 8},
+                                           std::tuple{Int8Kernel::kVnni512, 8}, std::tuple{Int8Kernel::kAmx, 8},
+                                           std::tuple{Int8Kernel::kAvx2, 4}, std::tuple{Int8Kernel::kVnni512, 4}),
+                         [](const auto& info) {
+                           return std::string(int8_kernel_name(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "bit";
+                         });
 
 TEST(PackedInt8Gemm, RejectsBadInput) {
   const auto w = random_floats(64, 1);
@@ -132,8 +169,17 @@ TEST(PackedInt8Gemm, RejectsBadInput) {
       EXPECT_THROW(PackedInt8Gemm(quantize_int8_weights(w.data(), 8, 8), {}, 4, kernel), Error);
     }
   }
-  EXPECT_THROW(parse_quantization("int4"), Error);
+  // 4-bit weights: only the kernels that widen nibbles, and only values a nibble holds
+  const Int8Weights four = quantize_int8_weights(w.data(), 8, 8, 4);
+  EXPECT_THROW(PackedInt8Gemm(four, {}, 4, Int8Kernel::kAvxVnni), Error);
+  EXPECT_THROW(PackedInt8Gemm(four, {}, 4, Int8Kernel::kAmx), Error);
+  Int8Weights too_wide = four;
+  too_wide.q[3] = 8;
+  EXPECT_THROW(PackedInt8Gemm(too_wide, {}, 4, Int8Kernel::kAvx2), Error);
+  EXPECT_THROW(quantize_int8_weights(w.data(), 8, 8, 2), Error);
+  EXPECT_THROW(parse_quantization("int2"), Error);
   EXPECT_EQ(parse_quantization("int8"), WeightQuantization::kInt8);
+  EXPECT_EQ(parse_quantization("int4"), WeightQuantization::kInt4);
   EXPECT_THROW(Linear(w, 8, 8, {}, {DType::kBF16, 4, LinearBackend::kPackedBf16, WeightQuantization::kInt8}), Error);
 }
 

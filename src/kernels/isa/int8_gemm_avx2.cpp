@@ -1,5 +1,6 @@
-// int8 weights x int8 activations with AVX2 (no VNNI): vpmaddubsw on |q_x| and the
-// weights' signs flipped by q_x's (pairs stay below int16 saturation: 2 x 127 x 127),
+// int8 (or 4-bit) weights x int8 activations with AVX2 (no VNNI): vpmaddubsw on |q_x| and the
+// weights' signs flipped by q_x's (pairs stay below int16 saturation: 2 x 127 x 127, or
+// 2 x 127 x 112 for the 4-bit weights 16 q),
 // vpmaddwd to 4-element int32 sums, plus 128 Σ q_x to get exactly the vpdpbusd sum u of the
 // offset weights. The f32 epilogue is the VNNI kernel's, so both give the same bits.
 #include <immintrin.h>
@@ -66,8 +67,25 @@ void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, cons
   }
 }
 
+// The signed weights q (16 q for 4-bit weights) of steps [kq, kq + kSteps) of k (4 k each)
+// in half h of one block: the offset bytes (int8_kernels.h) with their top bit flipped.
+template <int kBits>
+inline constexpr int kStepsPerLoad = kBits == 8 ? 1 : 2;
+template <int kBits>
+inline void load_weights(const uint8_t* block, int64_t kq, int h, __m256i* w) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kq / kStepsPerLoad<kBits> * 64 + h * 32));
+  if constexpr (kBits == 8) {
+    w[0] = _mm256_xor_si256(raw, flip);  // (q + 128) ^ 0x80 = q
+  } else {
+    const __m256i high = _mm256_set1_epi8(static_cast<char>(0xF0));
+    w[0] = _mm256_xor_si256(_mm256_and_si256(_mm256_slli_epi16(raw, 4), high), flip);
+    w[1] = _mm256_xor_si256(_mm256_and_si256(raw, high), flip);
+  }
+}
+
 // kRows rows x one 16-output block (two 8-lane halves) at block b of a group.
-template <int kRows>
+template <int kBits, int kRows>
 void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t ldq, int64_t num_chunks,
           const uint8_t* records, int64_t record_bytes, int64_t blocks, int64_t b, const float* bias, float* y,
           int64_t ldy, int64_t valid) {
@@ -78,41 +96,44 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
   const float* ts = a.scale + row0 * num_chunks;
   const float* cs = a.offset + row0 * num_chunks;
   const int32_t* ss = sums + row0 * num_chunks;
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  constexpr int kSteps = kStepsPerLoad<kBits>;
+  constexpr int64_t kBlockBytes = int8_block_bytes(kBits);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
-    const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes + b * kInt8BlockBytes;
-    for (int64_t line = 0; line < kInt8BlockBytes; line += 64)
+    const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes + b * kBlockBytes;
+    for (int64_t line = 0; line < kBlockBytes; line += 64)
       _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
-    const uint8_t* wb = rec + b * kInt8BlockBytes;
-    const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b * kInt8Block;
+    const uint8_t* wb = rec + b * kBlockBytes;
+    const float* sw = reinterpret_cast<const float*>(rec + blocks * kBlockBytes) + b * kInt8Block;
     __m256i dot[kRows][2];
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
-    for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
-      __m256i w[2];
+    for (int64_t kq = 0; kq < kInt8Chunk / 4; kq += kSteps) {
+      __m256i w[2][kSteps];  // [half][step]
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h)  // signed weights: (q + 128) ^ 0x80 = q
-        w[h] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + kq * 64 + h * 32)), flip);
+      for (int h = 0; h < 2; ++h) load_weights<kBits>(wb, kq, h, w[h]);
+#pragma GCC unroll 2
+      for (int s = 0; s < kSteps; ++s)
 #pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) {
-        int32_t four;
-        std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
-        const __m256i xv = _mm256_set1_epi32(four);
-        const __m256i xa = _mm256_abs_epi8(xv);
+        for (int r = 0; r < kRows; ++r) {
+          int32_t four;
+          std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + (kq + s) * 4, sizeof(four));
+          const __m256i xv = _mm256_set1_epi32(four);
+          const __m256i xa = _mm256_abs_epi8(xv);
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h)
-          dot[r][h] = _mm256_add_epi32(
-              dot[r][h], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w[h], xv)), ones));
-      }
+          for (int h = 0; h < 2; ++h)
+            dot[r][h] = _mm256_add_epi32(
+                dot[r][h], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w[h][s], xv)), ones));
+        }
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m256 s = _mm256_loadu_ps(sw + h * 8);
 #pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
-        // u = Σ q_w q_x + 128 Σ q_x: exactly what vpdpbusd sums for the offset weights.
+        // u = Σ q_w q_x + 128 Σ q_x: exactly what vpdpbusd sums for the offset weights
+        // (q_w = 16 q for 4-bit weights).
         const __m256i u = _mm256_add_epi32(dot[r][h], _mm256_set1_epi32(128 * ss[r * num_chunks + ch]));
         const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(u), _mm256_set1_ps(ts[r * num_chunks + ch]),
                                          _mm256_set1_ps(cs[r * num_chunks + ch]));
@@ -146,7 +167,7 @@ void int8_gemm_avx2(const PackedInt8View& w, const float* x, const Int8Activatio
       for (int64_t b = 0; b < group.blocks; ++b)
         for (int64_t r = 0; r < rows; r += kMaxRows) {
           const int64_t col = group.col + b * kInt8Block;
-          auto* fn = rows - r >= 2 ? tile<2> : tile<1>;
+          auto* fn = w.bits == 4 ? (rows - r >= 2 ? tile<4, 2> : tile<4, 1>) : (rows - r >= 2 ? tile<8, 2> : tile<8, 1>);
           fn(a, sums, r, w.padded_in, num_chunks, group.records, group.record_bytes, group.blocks, b, w.bias + col,
              y + r * w.out + col, w.out, w.out - col);
         }

@@ -14,15 +14,34 @@
 namespace dspark::kernels {
 namespace {
 
-// kRows rows x the group's kBlocks blocks over chunks [ch0, ch1). Chunk records of the
-// group are record_bytes apart; `blocks` is the group's block count (record layout);
-// partial: [kRows][32] f32 sums carried between spans (kernels/isa/row_spans.h).
-template <int kRows, int kBlocks>
+// The weights of steps [kq, kq + kSteps) of k (4 k each) of one block as vpdpbusd's
+// unsigned operand: one 64-byte load; a 4-bit load widened to two (int8_kernels.h).
+template <int kBits>
+inline constexpr int kStepsPerLoad = kBits == 8 ? 1 : 2;
+template <int kBits>
+inline void load_weights(const uint8_t* block, int64_t kq, __m512i* w) {
+  const __m512i raw = _mm512_loadu_si512(block + kq / kStepsPerLoad<kBits> * 64);
+  if constexpr (kBits == 8) {
+    w[0] = raw;
+  } else {
+    const __m512i high = _mm512_set1_epi8(static_cast<char>(0xF0));
+    w[0] = _mm512_and_si512(_mm512_slli_epi16(raw, 4), high);
+    w[1] = _mm512_and_si512(raw, high);
+  }
+}
+
+// kRows rows x the group's kBlocks blocks over chunks [ch0, ch1) of kBits-bit weights. Chunk
+// records of the group are record_bytes apart; `blocks` is the group's block count (record
+// layout); partial: [kRows][32] f32 sums carried between spans (kernels/isa/row_spans.h).
+template <int kBits, int kRows, int kBlocks>
 void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int64_t ch1, int64_t num_chunks,
           float* partial, const uint8_t* records, int64_t record_bytes, int64_t blocks, const float* bias, float* y,
           int64_t ldy, int64_t valid_cols) {
-  // f32 and int32 sums of every row and block, plus weights and a broadcast: 32 registers.
-  static_assert(kRows * kBlocks * 2 + kBlocks + 1 <= 32);
+  constexpr int kSteps = kStepsPerLoad<kBits>;
+  constexpr int64_t kBlockBytes = int8_block_bytes(kBits);
+  // f32 and int32 sums of every row and block, plus weights, a broadcast and the 4-bit
+  // mask: 32 registers.
+  static_assert(kRows * kBlocks * 2 + kBlocks * kSteps + kSteps <= 32);
   __m512 acc[kRows][kBlocks];
   #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
@@ -37,10 +56,10 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int6
     // Ask for a later record's weights now (int8_prefetch_chunks: measured 30% off the
     // 9-token step, 2-15% off decoding).
     const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes;
-    for (int64_t line = 0; line < kBlocks * kInt8BlockBytes; line += 64)
+    for (int64_t line = 0; line < kBlocks * kBlockBytes; line += 64)
       _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec;
-    const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes);
+    const float* sw = reinterpret_cast<const float*>(rec + blocks * kBlockBytes);
     // Integer sums of one chunk for both blocks at once (each row's 4-byte activation
     // group broadcast once), then scaled into acc.
     __m512i dot[kRows][kBlocks];
@@ -48,18 +67,20 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int6
     for (int r = 0; r < kRows; ++r)
       #pragma GCC unroll 16
       for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_setzero_si512();
-    for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
-      __m512i wv[kBlocks];
+    for (int64_t kq = 0; kq < kInt8Chunk / 4; kq += kSteps) {
+      __m512i wv[kBlocks][kSteps];
       #pragma GCC unroll 16
-      for (int b = 0; b < kBlocks; ++b) wv[b] = _mm512_loadu_si512(wb + b * kInt8BlockBytes + kq * 64);
-      #pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r) {
-        int32_t four;
-        std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
-        const __m512i xv = _mm512_set1_epi32(four);
+      for (int b = 0; b < kBlocks; ++b) load_weights<kBits>(wb + b * kBlockBytes, kq, wv[b]);
+      #pragma GCC unroll 2
+      for (int s = 0; s < kSteps; ++s)
         #pragma GCC unroll 16
-        for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_dpbusd_epi32(dot[r][b], wv[b], xv);
-      }
+        for (int r = 0; r < kRows; ++r) {
+          int32_t four;
+          std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + (kq + s) * 4, sizeof(four));
+          const __m512i xv = _mm512_set1_epi32(four);
+          #pragma GCC unroll 16
+          for (int b = 0; b < kBlocks; ++b) dot[r][b] = _mm512_dpbusd_epi32(dot[r][b], wv[b][s], xv);
+        }
     }
     #pragma GCC unroll 16
     for (int b = 0; b < kBlocks; ++b) {
@@ -98,17 +119,16 @@ using TileFn = void (*)(const Int8Activations&, int64_t, int64_t, int64_t, int64
 // take turns over spans of chunks (kernels/isa/row_spans.h): 9 rows as 5 + 4. Measured on
 // Zen 5 against 9-row tiles that summed the blocks in turn (broadcasting every activation
 // twice): the 9-token step 16% faster, 16 and 64 tokens 35-44% faster.
-template <int... kRows>
-constexpr std::array<TileFn, sizeof...(kRows)> two_block_tiles(std::integer_sequence<int, kRows...>) {
-  return {tile<kRows + 1, 2>...};
-}
-template <int... kRows>
-constexpr std::array<TileFn, sizeof...(kRows)> one_block_tiles(std::integer_sequence<int, kRows...>) {
-  return {tile<kRows + 1, 1>...};
+template <int kBits, int kBlocks, int... kRows>
+constexpr std::array<TileFn, sizeof...(kRows)> tiles(std::integer_sequence<int, kRows...>) {
+  return {tile<kBits, kRows + 1, kBlocks>...};
 }
 constexpr int kMaxTileRows = 6;
-constexpr auto kTwoBlock = two_block_tiles(std::make_integer_sequence<int, kMaxTileRows>{});
-constexpr auto kOneBlock = one_block_tiles(std::make_integer_sequence<int, kMaxTileRows>{});
+// [blocks - 1][rows - 1], for 8- and 4-bit weights.
+template <int kBits>
+constexpr std::array<std::array<TileFn, kMaxTileRows>, 2> kTiles = {
+    tiles<kBits, 1>(std::make_integer_sequence<int, kMaxTileRows>{}),
+    tiles<kBits, 2>(std::make_integer_sequence<int, kMaxTileRows>{})};
 
 // quantize_int8_row with 16-lane vectors: the same operations, so the same bytes.
 void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, const Int8Activations& a) {
@@ -140,12 +160,13 @@ void int8_gemm_vnni512(const PackedInt8View& w, const float* x, const Int8Activa
   quantize_int8_rows_avx512(x, w.in, w.padded_in, rows, a);
   const int64_t num_chunks = w.padded_in / kInt8Chunk;
   const int64_t ldq = w.padded_in;
+  const auto& by_blocks = w.bits == 4 ? kTiles<4> : kTiles<8>;
   parallel_for(w.num_groups, rows * w.out * w.in >= kInt8ParallelMinMacs, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       const Int8Group group = int8_group(w, g, num_chunks);
       for_each_row_tile<kMaxTileRows, kInt8Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0, int64_t ch1,
                                                                            float* partial) {
-        (group.blocks == 2 ? kTwoBlock : kOneBlock)[n - 1](
+        by_blocks[group.blocks - 1][n - 1](
             a, r, ldq, ch0, ch1, num_chunks, partial, group.records, group.record_bytes, group.blocks,
             w.bias + group.col, y + r * w.out + group.col, w.out, w.out - group.col);
       });

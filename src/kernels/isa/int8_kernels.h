@@ -2,12 +2,17 @@
 //
 // Weights: symmetric int8 per output row and 32-column block of k, q = round(w / s) in
 // [-127, 127] with s = max|w| / 127, stored offset by 128 as u8 (q + 128): the unsigned
-// operand of vpdpbusd. Activations: int8 per row and 32-column block, q = round(x / t) with
+// operand of vpdpbusd. 4-bit weights: q in [-7, 7] with s = max|w| / 7, stored as the nibble
+// q + 8, two to a byte; a kernel widens a nibble n to the byte 16 n = 16 q + 128 (a mask, and
+// a shift for the low nibble), the 8-bit kernels' offset operand for the weight 16 q, and the
+// packed scale is s / 16 (exact), so every later step is the 8-bit one. Activations: int8 per row and 32-column block, q = round(x / t) with
 // t = max|x| / 127, quantized on the fly by the kernel.
 //
 // Packed layout: outputs in groups of 32 (two 16-output blocks); a group is one run of
 // chunk records, one per 32-column block of k: [groups][chunks]{u8 [2 blocks][8][16][4],
 // f32 scales [2 blocks][16]}. Within a block, 8 vectors of 16 lanes x 4 consecutive k.
+// 4-bit blocks hold 4 vectors: byte i of vector p carries byte i of 8-bit vector 2p in its
+// low nibble and of vector 2p + 1 in its high nibble.
 //
 // Per output, with u = Σ_k (q_w + 128) q_x over a chunk (exact in int32) and
 // c = 128 t Σ_k q_x (the offset's share, one f32 per row and chunk):
@@ -25,8 +30,12 @@ inline constexpr int64_t kInt8GroupBlocks = 2;
 inline constexpr int64_t kInt8Group = kInt8Block * kInt8GroupBlocks;  // 32 outputs
 inline constexpr int64_t kInt8Chunk = 32;               // k per quantization block
 inline constexpr int64_t kInt8BlockBytes = kInt8Block * kInt8Chunk;   // 512 u8 per (chunk, block)
-// Bytes of one chunk record of a full group: weights then scales.
-inline constexpr int64_t kInt8ChunkRecord = kInt8GroupBlocks * (kInt8BlockBytes + kInt8Block * 4);
+// Weight bytes of one (chunk, block) for `bits`-bit weights (8 or 4).
+constexpr int64_t int8_block_bytes(int bits) { return kInt8BlockBytes * bits / 8; }
+// Bytes of one chunk record of a group of `blocks` blocks: weights then scales.
+constexpr int64_t int8_record_bytes(int bits, int64_t blocks) {
+  return blocks * (int8_block_bytes(bits) + kInt8Block * 4);
+}
 
 // A packed int8 weight matrix as the kernels see it.
 struct PackedInt8View {
@@ -36,6 +45,7 @@ struct PackedInt8View {
   int64_t in;
   int64_t padded_in;       // in rounded up to 32
   int64_t num_groups;
+  int bits;                // 8 or 4
 };
 
 // How many chunk records ahead of the one in use a tile of `rows` rows asks for weights
@@ -63,7 +73,8 @@ struct Int8Group {
 static inline Int8Group int8_group(const PackedInt8View& w, int64_t g, int64_t num_chunks) {
   const int64_t col = g * kInt8Group;
   const int64_t blocks = w.out - col > kInt8Block ? 2 : 1;
-  return {col, blocks, blocks * (kInt8BlockBytes + kInt8Block * 4), w.records + g * num_chunks * kInt8ChunkRecord};
+  return {col, blocks, int8_record_bytes(w.bits, blocks),
+          w.records + g * num_chunks * int8_record_bytes(w.bits, kInt8GroupBlocks)};
 }
 
 // Quantized activations of `rows` rows, written by the kernel before the product.
