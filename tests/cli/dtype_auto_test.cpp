@@ -98,6 +98,9 @@ TEST(QuantizationAuto, FollowsTheConfigsKey) {
   EXPECT_EQ(weights_of("--model " + int8_stories, "kernels: "), "(int8 weights)");
   EXPECT_EQ(weights_of("--model " + int8_stories + " --quantization none", "kernels: "), "(f32 weights)");
   EXPECT_EQ(weights_of("--model " + int8_stories + " --quantization auto", "kernels: "), "(int8 weights)");
+  EXPECT_EQ(weights_of("--model " + int8_stories + " --quantization int4", "kernels: "), "(int4 weights)");
+  EXPECT_EQ(weights_of("--model " + with_quantization_key(kStories, "stories4", "int4"), "kernels: "),
+            "(int4 weights)");
   // A drafter that ships int8 at load, for the bf16 target.
   const std::string drafter = std::string(DSPARK_SOURCE_DIR) + "/models/tiny-target-dspark";
   const std::string int8_drafter = with_quantization_key(drafter, "drafter", "int8");
@@ -109,11 +112,12 @@ TEST(QuantizationAuto, FollowsTheConfigsKey) {
   EXPECT_EQ(weights_of(target + none_drafter, "drafter: "), "(bf16 weights)");
   EXPECT_EQ(weights_of(target + none_drafter + " --quantization int8", "drafter: "), "(bf16 weights)");
   EXPECT_EQ(weights_of(target + none_drafter + " --draft-quantization int8", "drafter: "), "(int8 weights)");
+  EXPECT_EQ(weights_of(target + none_drafter + " --draft-quantization int4", "drafter: "), "(int4 weights)");
   // A value the loader does not know is a one-line error naming the file.
   const testing::CommandRun bad = testing::run_command(std::string(DSPARK_CLI) + " generate --prompt Once --model " +
-                                                       with_quantization_key(kStories, "bad", "int4") + " 2>&1");
+                                                       with_quantization_key(kStories, "bad", "int2") + " 2>&1");
   EXPECT_NE(bad.status, 0);
-  EXPECT_NE(bad.out.find("config.json: field 'quantization' must be \"none\" or \"int8\""), std::string::npos)
+  EXPECT_NE(bad.out.find("config.json: field 'quantization' must be \"none\", \"int8\" or \"int4\""), std::string::npos)
       << bad.out;
 }
 

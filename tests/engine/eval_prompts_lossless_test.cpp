@@ -30,7 +30,8 @@ bool has_model(const std::filesystem::path& dir) { return std::filesystem::exist
 
 class ShippedModelsLossless : public ::testing::TestWithParam<std::string> {};
 
-// A parameter "NAME:int8" runs the target (and a draft model) with int8 weights; "NAME:ISA"
+// A parameter "NAME:int8" ("NAME:int4") runs the target (and a draft model) with int8
+// (4-bit) weights; "NAME:ISA"
 // (an isa_name, e.g. avx512fp16 or vnni) caps the kernels at that level first, so the bf16
 // matmuls run the kernel it picks (fp16, fma512) rather than the machine's best (skipped
 // where the CPU lacks it).
@@ -40,21 +41,24 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   const size_t colon = param.find(':');
   const std::string name = param.substr(0, colon);
   const std::string variant = colon == std::string::npos ? "" : param.substr(colon + 1);
-  const bool int8 = variant == "int8";
+  const std::optional<WeightQuantization> quantization =
+      variant == "int8"   ? std::optional(WeightQuantization::kInt8)
+      : variant == "int4" ? std::optional(WeightQuantization::kInt4)
+                          : std::nullopt;
   if (!has_model(target_dir) || !std::filesystem::exists(target_dir / "model.safetensors")) {
     GTEST_SKIP() << "models/tiny-target is not trained yet";
   }
   std::optional<ScopedIsaCap> cap;
-  if (!variant.empty() && !int8) {
+  if (!variant.empty() && !quantization) {
     const std::optional<Isa> level = find_isa(variant);
-    ASSERT_TRUE(level.has_value()) << "unknown variant '" << variant << "': int8 or an ISA name";
+    ASSERT_TRUE(level.has_value()) << "unknown variant '" << variant << "': int8, int4 or an ISA name";
     if (!isa_supported(*level)) GTEST_SKIP() << "this CPU lacks ISA " << variant;
     cap.emplace(*level);
   }
   SpeculatorOptions so;
   so.speculator = name == "ngram" ? "ngram" : (kModels / name).string();
   if (so.speculator != "ngram" && !has_model(so.speculator)) GTEST_SKIP() << "models/" << name << " is missing";
-  if (int8) so.quantization = WeightQuantization::kInt8;
+  if (quantization) so.quantization = *quantization;
   so.max_running = kMaxRunning;
   // K = 8 where the method has no block of its own (EAGLE-3's config asks for its 3-deep test).
   so.num_speculative_tokens = name == "ngram" || name == "tiny-draft-lm" || name == "tiny-target-eagle3" ? 8 : 0;
@@ -62,7 +66,7 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
   TransformerOptions to;
   to.max_batch_tokens = 256;
   to.max_sequences = kMaxRunning;
-  if (int8) to.quantization = WeightQuantization::kInt8;
+  if (quantization) to.quantization = *quantization;
   so.compute = to.compute;
   const SpeculatorPlan plan(so, ModelConfig::from_file(target_dir / "config.json"));
   to.capture_layers = plan.capture_layers();
@@ -114,7 +118,8 @@ TEST_P(ShippedModelsLossless, GreedySpeculativeEqualsPlainOn52Prompts) {
 INSTANTIATE_TEST_SUITE_P(Proposers, ShippedModelsLossless,
                          ::testing::Values("ngram", "tiny-draft-lm", "tiny-target-dspark", "tiny-target-dflash",
                                            "tiny-target-eagle3", "ngram:int8", "tiny-target-dspark:int8",
-                                           "tiny-target-eagle3:int8", "tiny-target-dspark:avx512fp16",
+                                           "tiny-target-eagle3:int8", "tiny-target-dspark:int4",
+                                           "tiny-draft-lm:int4", "tiny-target-dspark:avx512fp16",
                                            "tiny-draft-lm:avx512fp16", "tiny-target-dspark:vnni"),
                          [](const auto& info) {
                            std::string name = info.param;

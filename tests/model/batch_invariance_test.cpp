@@ -135,11 +135,12 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, BatchInvariance,
                          ::testing::Values(Weights{DType::kBF16, WeightQuantization::kNone},
                                            Weights{DType::kF32, WeightQuantization::kNone},
                                            Weights{DType::kBF16, WeightQuantization::kInt8},
+                                           Weights{DType::kBF16, WeightQuantization::kInt4},
                                            Weights{DType::kBF16, WeightQuantization::kNone, 7},
                                            Weights{DType::kF32, WeightQuantization::kNone, 7}),
                          [](const auto& info) {
-                           std::string name = info.param.quantization == WeightQuantization::kInt8
-                                                  ? std::string("int8")
+                           std::string name = info.param.quantization != WeightQuantization::kNone
+                                                  ? std::string(quantization_name(info.param.quantization))
                                                   : std::string(dtype_name(info.param.compute));
                            if (info.param.sliding_window > 0)
                              name += "_window" + std::to_string(info.param.sliding_window);

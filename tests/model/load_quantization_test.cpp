@@ -20,6 +20,8 @@ std::filesystem::path dir_with_config(const std::string& name, const std::string
 TEST(ConfiguredQuantization, ReadsTheConfigsKey) {
   EXPECT_EQ(configured_quantization(dir_with_config("q-int8", R"({"hidden_size": 8, "quantization": "int8"})")),
             WeightQuantization::kInt8);
+  EXPECT_EQ(configured_quantization(dir_with_config("q-int4", R"({"quantization": "int4"})")),
+            WeightQuantization::kInt4);
   EXPECT_EQ(configured_quantization(dir_with_config("q-none", R"({"quantization": "none"})")),
             WeightQuantization::kNone);
   EXPECT_EQ(configured_quantization(dir_with_config("q-absent", R"({"hidden_size": 8})")), std::nullopt);
@@ -27,7 +29,7 @@ TEST(ConfiguredQuantization, ReadsTheConfigsKey) {
 }
 
 TEST(ConfiguredQuantization, RefusesWhatItCannotRead) {
-  for (const char* config : {R"({"quantization": "int4"})", R"({"quantization": 8})", R"({"quantization": null})",
+  for (const char* config : {R"({"quantization": "int2"})", R"({"quantization": 8})", R"({"quantization": null})",
                              R"([1, 2])", R"({"quantization": )"}) {
     const auto dir = dir_with_config("q-bad", config);
     try {

@@ -229,7 +229,7 @@ TEST(DrafterConfig, ParseErrorsNameTheField) {
       {[](json& j) { j["aux_hidden_state_layer_ids"] = {3, 3}; }, "aux_hidden_state_layer_ids repeats 3"},
       {[](json& j) { j["aux_hidden_state_layer_ids"] = 3; }, "'aux_hidden_state_layer_ids' must be a list of integers"},
       {[](json& j) { j["markov_head_type"] = "gated"; }, "markov_head_type 'gated' is not supported"},
-      {[](json& j) { j["quantization"] = "int4"; }, "field 'quantization' must be \"none\" or \"int8\", got 'int4'"},
+      {[](json& j) { j["quantization"] = "int2"; }, "field 'quantization' must be \"none\", \"int8\" or \"int4\", got 'int2'"},
       {[](json& j) { j["quantization"] = 8; }, "field 'quantization' must be a string"},
       {[](json& j) { j["markov_head_type"] = "contextual"; }, "'contextual' needs a positive 'markov_context_size'"},
       {[](json& j) { j["markov_context_size"] = 64; }, "'markov_context_size' is 64 but the Markov head is not contextual"},

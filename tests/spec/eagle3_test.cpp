@@ -96,7 +96,7 @@ TEST(Eagle3Config, BadConfigsAreRefusedNamingTheField) {
             std::string::npos);
   EXPECT_NE(refused([](auto& j) { j["draft_vocab_size"] = 1000; }).find("draft_vocab_size"), std::string::npos);
   EXPECT_NE(refused([](auto& j) { j["mystery"] = 1; }).find("unknown field 'mystery'"), std::string::npos);
-  EXPECT_NE(refused([](auto& j) { j["quantization"] = "int4"; }).find("field 'quantization' must be"),
+  EXPECT_NE(refused([](auto& j) { j["quantization"] = "int2"; }).find("field 'quantization' must be"),
             std::string::npos);
   EXPECT_NE(refused([](auto& j) { j["transformer_layer_config"]["num_hidden_layers"] = 2; })
                 .find("exactly 1 layer"),

@@ -74,7 +74,8 @@ inline constexpr int kStepsPerLoad = kBits == 8 ? 1 : 2;
 template <int kBits>
 inline void load_weights(const uint8_t* block, int64_t kq, int h, __m256i* w) {
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kq / kStepsPerLoad<kBits> * 64 + h * 32));
+  const uint8_t* bytes = block + kq / kStepsPerLoad<kBits> * 64 + h * 32;
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes));
   if constexpr (kBits == 8) {
     w[0] = _mm256_xor_si256(raw, flip);  // (q + 128) ^ 0x80 = q
   } else {
@@ -167,7 +168,8 @@ void int8_gemm_avx2(const PackedInt8View& w, const float* x, const Int8Activatio
       for (int64_t b = 0; b < group.blocks; ++b)
         for (int64_t r = 0; r < rows; r += kMaxRows) {
           const int64_t col = group.col + b * kInt8Block;
-          auto* fn = w.bits == 4 ? (rows - r >= 2 ? tile<4, 2> : tile<4, 1>) : (rows - r >= 2 ? tile<8, 2> : tile<8, 1>);
+          auto* fn = w.bits == 4 ? (rows - r >= 2 ? tile<4, 2> : tile<4, 1>)
+                                 : (rows - r >= 2 ? tile<8, 2> : tile<8, 1>);
           fn(a, sums, r, w.padded_in, num_chunks, group.records, group.record_bytes, group.blocks, b, w.bias + col,
              y + r * w.out + col, w.out, w.out - col);
         }

@@ -114,7 +114,8 @@ using TileFn = void (*)(const Int8Activations&, int64_t, int64_t, int64_t, int64
                         const uint8_t*, int64_t, int64_t, const float*, float*, int64_t, int64_t);
 
 // Up to 6 rows x both blocks of a group per tile (6 x 2 f32 sums + 6 x 2 int32 sums + two
-// weight and one broadcast register: 27 of 32), so each row's activations are broadcast
+// weight and one broadcast register: 27 of 32; 4-bit weights: four weight registers and the
+// nibble mask, 30), so each row's activations are broadcast
 // once per chunk for both blocks; one block for a last group that has only one. More rows
 // take turns over spans of chunks (kernels/isa/row_spans.h): 9 rows as 5 + 4. Measured on
 // Zen 5 against 9-row tiles that summed the blocks in turn (broadcasting every activation
