@@ -255,8 +255,7 @@ void print_kernels(const Transformer& model) {
   static bool printed = false;
   if (printed) return;
   printed = true;
-  const WeightQuantization q =
-      model.config().int8_weights ? WeightQuantization::kInt8 : model.options().quantization;
+  const WeightQuantization q = stored_quantization(model.config()).value_or(model.options().quantization);
   fmt::print(stderr, "kernels: isa {} (cpu best {}), matmul {} ({} weights)\n", isa_name(active_isa()),
              isa_name(best_isa()), model.matmul_kernel(),
              q != WeightQuantization::kNone ? quantization_name(q) : dtype_name(model.options().compute));

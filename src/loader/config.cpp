@@ -321,12 +321,12 @@ ModelConfig ModelConfig::from_json(const json& root, const std::string& source) 
                  describe_json(*quantization));
     const JsonFields q(*quantization, source, "quantization_config.");
     const std::string method = q.get_string("quant_method").value_or("");
-    DSPARK_CHECK(method == "dspark_int8",
-                 "{}: quantization_config.quant_method '{}' is not supported (dspark reads dspark_int8, "
-                 "written by `dspark quantize`)",
+    DSPARK_CHECK(method == "dspark_int8" || method == "dspark_int4",
+                 "{}: quantization_config.quant_method '{}' is not supported (dspark reads dspark_int8 and "
+                 "dspark_int4, written by `dspark quantize`)",
                  source, method);
     DSPARK_CHECK(q.get_int("group_size", 32) == 32, "{}: quantization_config.group_size must be 32", source);
-    c.int8_weights = true;
+    c.stored_weight_bits = method == "dspark_int8" ? 8 : 4;
   }
   switch (c.model_type) {
     case ModelType::kLlama:
@@ -399,7 +399,10 @@ json ModelConfig::to_json() const {
   j["rope_scaling"] = rope_scaling_to_json(rope_scaling);
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = tie_word_embeddings;
-  if (int8_weights) j["quantization_config"] = {{"quant_method", "dspark_int8"}, {"group_size", 32}};
+  if (stored_weight_bits > 0) {
+    j["quantization_config"] = {{"quant_method", stored_weight_bits == 8 ? "dspark_int8" : "dspark_int4"},
+                                {"group_size", 32}};
+  }
   if (reads_attention_bias) j["attention_bias"] = attention_bias;
   if (model_type == ModelType::kLlama) j["mlp_bias"] = mlp_bias;
   write_sliding_window(*this, j);

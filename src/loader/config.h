@@ -69,7 +69,7 @@ struct ModelConfig {
   int64_t sliding_window = 0;
   std::vector<bool> sliding_layers;   // [num_hidden_layers] when sliding_window > 0: layer uses it
   bool tie_word_embeddings = false;   // lm_head shares model.embed_tokens.weight
-  bool int8_weights = false;          // quantization_config dspark_int8: matmul weights stored int8
+  int stored_weight_bits = 0;         // quantization_config: 8 (dspark_int8), 4 (dspark_int4), 0: not quantized
   bool attention_bias = false;        // bias on q/k/v projections (qwen2: always true)
   bool attention_output_bias = false; // bias on o_proj (llama with attention_bias=true)
   bool mlp_bias = false;              // bias on gate/up/down (llama mlp_bias)

@@ -11,13 +11,28 @@ bool is_quantized(const WeightStore& store, const std::string& name) {
 }
 
 Int8Weights load_int8_weights(const WeightStore& store, const std::string& name, int64_t rows, int64_t cols) {
-  const int64_t shape[2] = {rows, cols};
   const int64_t scale_shape[2] = {rows, (cols + kInt8ScaleBlock - 1) / kInt8ScaleBlock};
   Int8Weights w;
   w.out = rows;
   w.in = cols;
+  // 4-bit weights come two to a byte: [rows, ceil(cols / 2)] (quantize_checkpoint.h).
+  const std::vector<int64_t>& stored = store.get(name + ".weight").shape;
+  w.bits = stored.size() == 2 && cols > 1 && stored[1] == (cols + 1) / 2 ? 4 : 8;
+  const int64_t shape[2] = {rows, w.bits == 8 ? cols : (cols + 1) / 2};
   w.q = store.load_i8(name + ".weight", shape);
   w.scales = store.load_f32(name + ".weight_scale", scale_shape);
+  if (w.bits == 4) {
+    const std::vector<int8_t> packed = std::move(w.q);
+    w.q.resize(static_cast<size_t>(rows * cols));
+    for (int64_t n = 0; n < rows; ++n)
+      for (int64_t k = 0; k < cols; ++k) {
+        const auto byte = static_cast<uint8_t>(packed[static_cast<size_t>(n * shape[1] + k / 2)]);
+        const int nibble = k % 2 == 0 ? byte & 0x0F : byte >> 4;
+        DSPARK_CHECK(nibble != 0, "{}: tensor '{}.weight' holds the nibble 0 (-8); 4-bit weights are within [-7, 7]",
+                     store.dir().string(), name);
+        w.q[static_cast<size_t>(n * cols + k)] = static_cast<int8_t>(nibble - 8);
+      }
+  }
   for (int8_t q : w.q)
     DSPARK_CHECK(q != -128, "{}: tensor '{}.weight' holds -128; int8 weights are within [-127, 127]",
                  store.dir().string(), name);
@@ -49,6 +64,9 @@ Linear load_fused_linear(const WeightStore& store, const std::vector<std::string
       DSPARK_CHECK(is_quantized(store, names[i]), "{}: '{}.weight_scale' is missing ('{}' is quantized)",
                    store.dir().string(), names[i], names[0]);
       const Int8Weights w = load_int8_weights(store, names[i], rows[i], cols);
+      if (i == 0) stacked.bits = w.bits;
+      DSPARK_CHECK(w.bits == stacked.bits, "{}: '{}.weight' is stored in {} bits, '{}.weight' in {}",
+                   store.dir().string(), names[i], w.bits, names[0], stacked.bits);
       stacked.q.insert(stacked.q.end(), w.q.begin(), w.q.end());
       stacked.scales.insert(stacked.scales.end(), w.scales.begin(), w.scales.end());
     }

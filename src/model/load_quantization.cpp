@@ -29,4 +29,10 @@ void check_configured_quantization(const std::string& value, const std::string& 
                "{}: field 'quantization' must be \"none\", \"int8\" or \"int4\", got '{}'", source, value);
 }
 
+std::optional<WeightQuantization> stored_quantization(const ModelConfig& config) {
+  if (config.stored_weight_bits == 8) return WeightQuantization::kInt8;
+  if (config.stored_weight_bits == 4) return WeightQuantization::kInt4;
+  return std::nullopt;
+}
+
 }  // namespace dspark

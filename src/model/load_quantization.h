@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/linear.h"
+#include "loader/config.h"
 
 namespace dspark {
 
@@ -22,5 +23,9 @@ std::optional<WeightQuantization> configured_quantization(const std::filesystem:
 // Throws Error naming `source` unless `value` is empty (unset), "none", "int8" or "int4": the check
 // of every config that carries the key.
 void check_configured_quantization(const std::string& value, const std::string& source);
+
+// How a model's weights were saved by `dspark quantize` (its quantization_config): kInt8,
+// kInt4, or nullopt for weights saved unquantized.
+std::optional<WeightQuantization> stored_quantization(const ModelConfig& config);
 
 }  // namespace dspark

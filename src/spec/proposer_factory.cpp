@@ -16,7 +16,7 @@ WeightQuantization drafter_quantization(const SpeculatorOptions& o, const Transf
   if (!o.speculator.empty() && o.speculator != "ngram") {
     if (const auto configured = configured_quantization(o.speculator)) return *configured;
   }
-  return target.config().int8_weights ? WeightQuantization::kInt8 : target.options().quantization;
+  return stored_quantization(target.config()).value_or(target.options().quantization);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -69,35 +70,82 @@ std::string load_error(const fs::path& dir) {
   return "";
 }
 
-class QuantizeCheckpoint : public ::testing::TestWithParam<bool> {};  // tied embeddings
+class QuantizeCheckpoint : public ::testing::TestWithParam<std::tuple<bool, int>> {};  // tied embeddings, bits
 
 // A checkpoint saved quantized loads to the same bits as quantizing at load, whatever
-// --quantization says (its weights exist only as int8).
+// --quantization says (its weights exist only as int8 or 4-bit values).
 TEST_P(QuantizeCheckpoint, LoadsToTheSameBitsAsQuantizingAtLoad) {
+  const auto [tied, bits] = GetParam();
+  const WeightQuantization quantization = bits == 8 ? WeightQuantization::kInt8 : WeightQuantization::kInt4;
+  const WeightQuantization other = bits == 8 ? WeightQuantization::kInt4 : WeightQuantization::kInt8;
   testing::TinyModelSpec spec;
-  spec.tie_word_embeddings = GetParam();
+  spec.tie_word_embeddings = tied;
   spec.file_dtype = DType::kBF16;
   const fs::path original = testing::write_tiny_model(spec, testing::make_temp_dir("quantize-src"));
-  const fs::path quantized = testing::make_temp_dir("quantize-out") / "int8";
-  quantize_checkpoint(original, quantized);
+  const fs::path quantized = testing::make_temp_dir("quantize-out") / "q";
+  quantize_checkpoint(original, quantized, bits);
 
   const WeightStore store(quantized);
   EXPECT_EQ(store.find("model.layers.0.self_attn.q_proj.weight").dtype, DType::kI8);
   EXPECT_EQ(store.find("lm_head.weight").dtype, DType::kI8);
+  // 4-bit weights two to a byte
+  EXPECT_EQ(store.find("lm_head.weight").shape,
+            (std::vector<int64_t>{spec.vocab_size, bits == 8 ? spec.hidden_size : spec.hidden_size / 2}));
   EXPECT_EQ(store.find("lm_head.weight_scale").shape, (std::vector<int64_t>{spec.vocab_size, (spec.hidden_size + 31) / 32}));
   EXPECT_EQ(store.find("model.embed_tokens.weight").dtype, DType::kBF16);
-  EXPECT_TRUE(ModelConfig::from_file(quantized / "config.json").int8_weights);
+  EXPECT_EQ(ModelConfig::from_file(quantized / "config.json").stored_weight_bits, bits);
 
-  const auto at_load = prompt_logits(original, WeightQuantization::kInt8);
+  const auto at_load = prompt_logits(original, quantization);
   EXPECT_TRUE(same_bits(prompt_logits(quantized, WeightQuantization::kNone), at_load));
-  EXPECT_TRUE(same_bits(prompt_logits(quantized, WeightQuantization::kInt8), at_load));
+  EXPECT_TRUE(same_bits(prompt_logits(quantized, quantization), at_load));
+  EXPECT_TRUE(same_bits(prompt_logits(quantized, other), at_load));  // the stored format decides
   EXPECT_FALSE(same_bits(prompt_logits(original, WeightQuantization::kNone), at_load));
+  EXPECT_FALSE(same_bits(prompt_logits(original, other), at_load));
 
-  EXPECT_THROW(quantize_checkpoint(quantized, testing::make_temp_dir("quantize-again") / "x"), Error);
+  EXPECT_THROW(quantize_checkpoint(quantized, testing::make_temp_dir("quantize-again") / "x", bits), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Embeddings, QuantizeCheckpoint, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "tied" : "untied"; });
+INSTANTIATE_TEST_SUITE_P(Formats, QuantizeCheckpoint,
+                         ::testing::Combine(::testing::Bool(), ::testing::Values(8, 4)), [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "tied" : "untied") + "_int" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+// A 4-bit checkpoint whose weight holds the nibble 0 (-8, which the format never writes) or
+// whose fused projections mix 8- and 4-bit weights is refused, naming the tensor.
+TEST(QuantizeCheckpoint, CorruptFourBitWeightsAreRefusedNamingTheTensor) {
+  testing::TinyModelSpec spec;
+  const fs::path original = testing::write_tiny_model(spec, testing::make_temp_dir("quantize-bad4-src"));
+  const fs::path dir = testing::make_temp_dir("quantize-bad4") / "int4";
+  quantize_checkpoint(original, dir, 4);
+  const std::string weight = "model.layers.1.mlp.down_proj.weight";
+  rewrite(dir, [&](std::vector<TensorToWrite>& t) {
+    for (auto& x : t)
+      if (x.name == weight) x.bytes[5] = std::byte{0x80};  // low nibble 0
+  });
+  const std::string zero = load_error(dir);
+  EXPECT_NE(zero.find(weight), std::string::npos) << zero;
+  EXPECT_NE(zero.find("nibble 0"), std::string::npos) << zero;
+
+  const fs::path int8_dir = testing::make_temp_dir("quantize-bad4") / "int8";
+  quantize_checkpoint(original, int8_dir, 8);
+  quantize_checkpoint(original, dir, 4);
+  const std::string k_proj = "model.layers.0.self_attn.k_proj.weight";
+  std::vector<TensorToWrite> eight;
+  {
+    const WeightStore store(int8_dir);
+    const TensorInfo& info = store.find(k_proj);
+    eight.push_back({k_proj, info.dtype, info.shape, {}});
+    eight.back().bytes.assign(info.bytes.begin(), info.bytes.end());
+  }
+  rewrite(dir, [&](std::vector<TensorToWrite>& t) {
+    for (auto& x : t)
+      if (x.name == k_proj) x = eight[0];
+  });
+  const std::string mixed = load_error(dir);
+  EXPECT_NE(mixed.find(k_proj), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("bits"), std::string::npos) << mixed;
+}
 
 TEST(QuantizeCheckpoint, MissingOrMisshapedScalesAreRefusedNamingTheTensor) {
   testing::TinyModelSpec spec;

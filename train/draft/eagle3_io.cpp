@@ -84,7 +84,7 @@ Eagle3Config make_eagle3_config(const ModelConfig& target, const Eagle3ShapeOpti
   c.layer = target;
   c.layer.num_hidden_layers = 1;
   c.layer.tie_word_embeddings = false;
-  c.layer.int8_weights = false;
+  c.layer.stored_weight_bits = 0;
   c.layer.sliding_window = 0;  // the drafter's one layer attends to its whole cache
   c.layer.sliding_layers.clear();
   c.layer.bos_token_id = -1;
