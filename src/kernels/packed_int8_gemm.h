@@ -44,8 +44,9 @@ struct Int8Weights {
   int64_t in = 0;
   int bits = 8;               // 8 or 4: how many bits each q is packed in
 };
-// weight: [out, in] f32. Symmetric per output row and 32-column block: scale = max|w| / 127
-// (8 bits) or max|w| / 7 (4 bits), q = round(w / scale).
+// weight: [out, in] f32. Symmetric per output row and 32-column block: 8 bits, scale =
+// max|w| / 127 and q = round(w / scale); 4 bits, the scale of least squared error among
+// max|w| / d for d = 7 to 9 (q clipped to ±7), each refit to its q by least squares.
 Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in, int bits = 8);
 
 class PackedInt8Gemm {

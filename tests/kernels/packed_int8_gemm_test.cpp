@@ -1,6 +1,8 @@
 #include "kernels/packed_int8_gemm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <tuple>
 #include <vector>
 
@@ -42,14 +44,27 @@ TEST(Int8Quantization, RoundTripsWithinHalfAStep) {
     EXPECT_EQ(q.bits, bits);
     EXPECT_EQ(q.scales[2 * 3 + 1], 0.0f);
     int extremes = 0;  // the block's largest |w| lands on ±q_max
+    // squared error per block, and of the plain scale max|w| / q_max with rounding
+    std::vector<double> error(out * 3), plain(out * 3);
     for (int64_t n = 0; n < out; ++n)
       for (int64_t k = 0; k < in; ++k) {
         const float s = q.scales[n * 3 + k / 32];
         EXPECT_LE(std::abs(q.q[n * in + k]), q_max);
         extremes += std::abs(q.q[n * in + k]) == q_max;
-        EXPECT_LE(std::fabs(q.q[n * in + k] * s - w[n * in + k]), 0.5f * s * (1 + 1e-6f) + 1e-30f);
+        error[n * 3 + k / 32] += std::pow(q.q[n * in + k] * s - w[n * in + k], 2);
+        float amax = 0.0f;
+        for (int64_t j = k / 32 * 32; j < std::min<int64_t>(in, k / 32 * 32 + 32); ++j)
+          amax = std::max(amax, std::fabs(w[n * in + j]));
+        const float step = amax / static_cast<float>(q_max);
+        plain[n * 3 + k / 32] += step > 0 ? std::pow(std::nearbyint(w[n * in + k] / step) * step - w[n * in + k], 2) : 0;
+        // 8 bits: within half a step of the weight
+        if (bits == 8) EXPECT_LE(std::fabs(q.q[n * in + k] * s - w[n * in + k]), 0.5f * s * (1 + 1e-6f) + 1e-30f);
       }
     EXPECT_GE(extremes, out * 3 - 1) << bits << " bits";  // every block but the zero one
+    if (bits == 4) {  // the scale search: never worse than the plain scale in a block, better overall
+      for (size_t b = 0; b < error.size(); ++b) EXPECT_LE(error[b], plain[b] * (1 + 1e-6) + 1e-12) << "block " << b;
+      EXPECT_LT(std::accumulate(error.begin(), error.end(), 0.0), 0.9 * std::accumulate(plain.begin(), plain.end(), 0.0));
+    }
   }
 }
 
