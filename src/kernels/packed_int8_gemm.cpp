@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/dtype.h"
 #include "kernels/isa/int8_kernels.h"
 #include "kernels/packed_common.h"
 
@@ -26,11 +27,15 @@ void quantize_block(const float* w, int64_t n, float scale, float q_max, int8_t*
   }
 }
 
+// f rounded to the nearest f16 value: 4-bit scales are packed as f16 (kernels/isa/int8_kernels.h).
+float round_to_f16(float f) { return f16_to_float(float_to_f16(f)); }
+
 // The scale of a 4-bit block of n weights (amax > 0): 15 levels leave a coarse step, so
 // scales amax / d for d = 7 to 9 by 1/8 are tried (past 7 the largest weights clip to ±7 and
 // every other weight gets a finer step), each refit by least squares to its own q
-// (Σ w q / Σ q²), and the pair with the least squared error is kept. amax / 7 is the first
-// candidate, so the result is never worse than it. q: [n], the chosen values.
+// (Σ w q / Σ q²) and rounded to f16, and the pair with the least squared error is kept.
+// amax / 7 is the first candidate, so the result is never worse than it (up to the f16
+// rounding). q: [n], the chosen values.
 float search_4bit_scale(const float* w, int64_t n, float amax, int8_t* q) {
   int8_t trial[kInt8Chunk];
   double best_error = INFINITY;
@@ -42,7 +47,9 @@ float search_4bit_scale(const float* w, int64_t n, float amax, int8_t* q) {
       wq += static_cast<double>(w[k]) * trial[k];
       qq += static_cast<double>(trial[k]) * trial[k];
     }
-    const auto scale = static_cast<float>(wq / qq);  // qq > 0: the largest weight has |q| = 7
+    const float scale = round_to_f16(static_cast<float>(wq / qq));  // qq > 0: the largest weight has |q| = 7
+    DSPARK_CHECK(std::isfinite(scale), "quantize_int8_weights: a 4-bit scale of {} is past the f16 range",
+                 wq / qq);
     double error = 0.0;
     for (int64_t k = 0; k < n; ++k) {
       const double e = static_cast<double>(w[k]) - static_cast<double>(trial[k]) * scale;
@@ -148,7 +155,7 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
     const int64_t record_bytes = kernels::int8_record_bytes(bits_, blocks);
     for (int64_t ch = 0; ch < num_chunks; ++ch) {
       uint8_t* rec = packed->as<uint8_t>() + (g * num_chunks) * group_record + ch * record_bytes;
-      float* scales = reinterpret_cast<float*>(rec + blocks * block_bytes);
+      uint8_t* scales = rec + blocks * block_bytes;  // [blocks][16] f32, or f16 for 4 bits
       for (int64_t b = 0; b < blocks; ++b)
         for (int64_t lane = 0; lane < kInt8Block; ++lane) {
           const int64_t n = g * kInt8Group + b * kInt8Block + lane;
@@ -162,9 +169,14 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
               rec[b * block_bytes + step / 2 * 64 + byte] |= static_cast<uint8_t>((q + 8) << (step % 2 * 4));
             }
           }
-          // 4-bit: the kernels multiply 16 q (kernels/isa/int8_kernels.h); / 16 is exact.
           const float scale = n < out_ ? weights.scales[n * num_chunks + ch] : 0.0f;
-          scales[b * kInt8Block + lane] = bits_ == 8 ? scale : scale / 16.0f;
+          if (bits_ == 8) {
+            reinterpret_cast<float*>(scales)[b * kInt8Block + lane] = scale;
+          } else {  // f16: the value itself (the kernels divide by 16, kernels/isa/int8_kernels.h)
+            DSPARK_CHECK(round_to_f16(scale) == scale, "PackedInt8Gemm: the 4-bit scale {} is not an f16 value",
+                         scale);
+            reinterpret_cast<uint16_t*>(scales)[b * kInt8Block + lane] = float_to_f16(scale);
+          }
         }
     }
   }

@@ -46,7 +46,8 @@ struct Int8Weights {
 };
 // weight: [out, in] f32. Symmetric per output row and 32-column block: 8 bits, scale =
 // max|w| / 127 and q = round(w / scale); 4 bits, the scale of least squared error among
-// max|w| / d for d = 7 to 9 (q clipped to ±7), each refit to its q by least squares.
+// max|w| / d for d = 7 to 9 (q clipped to ±7), each refit to its q by least squares and
+// rounded to an f16 value (PackedInt8Gemm packs 4-bit scales as f16 and refuses others).
 Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in, int bits = 8);
 
 class PackedInt8Gemm {

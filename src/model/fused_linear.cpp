@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/dtype.h"
 
 namespace dspark {
 
@@ -36,9 +37,12 @@ Int8Weights load_int8_weights(const WeightStore& store, const std::string& name,
   for (int8_t q : w.q)
     DSPARK_CHECK(q != -128, "{}: tensor '{}.weight' holds -128; int8 weights are within [-127, 127]",
                  store.dir().string(), name);
-  for (float s : w.scales)
+  for (float s : w.scales) {
     DSPARK_CHECK(std::isfinite(s) && s >= 0.0f, "{}: tensor '{}.weight_scale' holds {}; scales are finite and >= 0",
                  store.dir().string(), name, s);
+    DSPARK_CHECK(w.bits == 8 || f16_to_float(float_to_f16(s)) == s,
+                 "{}: tensor '{}.weight_scale' holds {}; 4-bit scales are f16 values", store.dir().string(), name, s);
+  }
   return w;
 }
 

@@ -44,8 +44,10 @@ void add_quantized(std::vector<TensorToWrite>& out, const std::string& prefix, c
   const Int8Weights q = quantize_int8_weights(w.data(), rows, cols, bits);
   if (bits == 8) out.push_back(make_i8_tensor(prefix + ".weight", {rows, cols}, q.q));
   else out.push_back(make_i8_tensor(prefix + ".weight", {rows, (cols + 1) / 2}, pack_nibbles(q)));
-  out.push_back(make_f32_tensor(prefix + ".weight_scale", {rows, (cols + kInt8ScaleBlock - 1) / kInt8ScaleBlock},
-                                q.scales));
+  // 4-bit scales are f16 values (quantize_int8_weights), stored as they are packed
+  const std::vector<int64_t> scale_shape = {rows, (cols + kInt8ScaleBlock - 1) / kInt8ScaleBlock};
+  if (bits == 8) out.push_back(make_f32_tensor(prefix + ".weight_scale", scale_shape, q.scales));
+  else out.push_back(make_f16_tensor(prefix + ".weight_scale", scale_shape, q.scales));
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // with f32 scales `X.weight_scale` [rows, ceil(cols / 32)], exactly as
 // quantize_int8_weights makes them; every other tensor is copied as it is. 8 bits: X.weight
 // is [rows, cols]; 4 bits: [rows, ceil(cols / 2)], byte j of a row holding q + 8 of column
-// 2j in its low nibble and of column 2j + 1 in its high one (a last odd column pairs with 8).
+// 2j in its low nibble and of column 2j + 1 in its high one (a last odd column pairs with 8),
+// and the scales F16 (the quantizer makes them f16 values).
 // config.json gets "quantization_config": {"quant_method": "dspark_int8" (or
 // "dspark_int4"), "group_size": 32}; the other files of the directory (tokenizer,
 // generation config) are copied.

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/threads.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_test_util.h"
@@ -62,6 +63,7 @@ TEST(Int8Quantization, RoundTripsWithinHalfAStep) {
       }
     EXPECT_GE(extremes, out * 3 - 1) << bits << " bits";  // every block but the zero one
     if (bits == 4) {  // the scale search: never worse than the plain scale in a block, better overall
+      for (const float s : q.scales) EXPECT_EQ(f16_to_float(float_to_f16(s)), s) << "an f16 value";
       for (size_t b = 0; b < error.size(); ++b) EXPECT_LE(error[b], plain[b] * (1 + 1e-6) + 1e-12) << "block " << b;
       EXPECT_LT(std::accumulate(error.begin(), error.end(), 0.0), 0.9 * std::accumulate(plain.begin(), plain.end(), 0.0));
     }
@@ -131,12 +133,12 @@ TEST_P(PackedInt8GemmTest, BatchAndThreadInvariant) {
 TEST(PackedInt8Gemm, ThroughLinear) {
   const auto w = random_floats(64 * 64, 31);
   const auto x = random_floats(8 * 64, 32);
-  // weight bytes: 64 x 64 weights of `bits` bits plus a 4-byte scale per 32
+  // weight bytes: 64 x 64 weights of `bits` bits plus a scale per 32 (f32; f16 for 4 bits)
   for (const auto [quantization, bits] : {std::pair{WeightQuantization::kInt8, 8}, {WeightQuantization::kInt4, 4}}) {
     Linear linear(w, 64, 64, {}, {DType::kBF16, 8, LinearBackend::kAuto, quantization});
     EXPECT_EQ(linear.backend(), LinearBackend::kPackedInt8);
     EXPECT_EQ(linear.kernel_name(), int8_kernel_name(best_int8_kernel(bits)));
-    EXPECT_EQ(linear.weight_bytes(), size_t{64 * 64 * bits / 8 + 64 * 2 * 4});
+    EXPECT_EQ(linear.weight_bytes(), size_t{64 * 64 * bits / 8 + 64 * 2 * (bits == 8 ? 4 : 2)});
     std::vector<float> y(8 * 64), ref(y.size());
     linear.forward(x.data(), y.data(), 8);
     reference::int8_linear(x.data(), quantize_int8_weights(w.data(), 64, 64, bits), nullptr, ref.data(), 8);
@@ -191,6 +193,9 @@ TEST(PackedInt8Gemm, RejectsBadInput) {
   Int8Weights too_wide = four;
   too_wide.q[3] = 8;
   EXPECT_THROW(PackedInt8Gemm(too_wide, {}, 4, Int8Kernel::kAvx2), Error);
+  Int8Weights not_f16 = four;  // 4-bit scales are packed as f16
+  not_f16.scales[1] = std::nextafter(not_f16.scales[1], 1.0f);
+  EXPECT_THROW(PackedInt8Gemm(not_f16, {}, 4, Int8Kernel::kAvx2), Error);
   EXPECT_THROW(quantize_int8_weights(w.data(), 8, 8, 2), Error);
   EXPECT_THROW(parse_quantization("int2"), Error);
   EXPECT_EQ(parse_quantization("int8"), WeightQuantization::kInt8);

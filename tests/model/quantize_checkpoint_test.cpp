@@ -92,6 +92,7 @@ TEST_P(QuantizeCheckpoint, LoadsToTheSameBitsAsQuantizingAtLoad) {
   EXPECT_EQ(store.find("lm_head.weight").shape,
             (std::vector<int64_t>{spec.vocab_size, bits == 8 ? spec.hidden_size : spec.hidden_size / 2}));
   EXPECT_EQ(store.find("lm_head.weight_scale").shape, (std::vector<int64_t>{spec.vocab_size, (spec.hidden_size + 31) / 32}));
+  EXPECT_EQ(store.find("lm_head.weight_scale").dtype, bits == 8 ? DType::kF32 : DType::kF16);
   EXPECT_EQ(store.find("model.embed_tokens.weight").dtype, DType::kBF16);
   EXPECT_EQ(ModelConfig::from_file(quantized / "config.json").stored_weight_bits, bits);
 
@@ -111,8 +112,9 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizeCheckpoint,
                                   std::to_string(std::get<1>(info.param));
                          });
 
-// A 4-bit checkpoint whose weight holds the nibble 0 (-8, which the format never writes) or
-// whose fused projections mix 8- and 4-bit weights is refused, naming the tensor.
+// A 4-bit checkpoint whose weight holds the nibble 0 (-8, which the format never writes),
+// whose scales are not f16 values or whose fused projections mix 8- and 4-bit weights is
+// refused, naming the tensor.
 TEST(QuantizeCheckpoint, CorruptFourBitWeightsAreRefusedNamingTheTensor) {
   testing::TinyModelSpec spec;
   const fs::path original = testing::write_tiny_model(spec, testing::make_temp_dir("quantize-bad4-src"));
@@ -126,6 +128,20 @@ TEST(QuantizeCheckpoint, CorruptFourBitWeightsAreRefusedNamingTheTensor) {
   const std::string zero = load_error(dir);
   EXPECT_NE(zero.find(weight), std::string::npos) << zero;
   EXPECT_NE(zero.find("nibble 0"), std::string::npos) << zero;
+
+  // scales stored as f32 values that no f16 holds
+  quantize_checkpoint(original, dir, 4);
+  const std::string scale = "model.layers.0.mlp.gate_proj.weight_scale";
+  rewrite(dir, [&](std::vector<TensorToWrite>& t) {
+    for (auto& x : t)
+      if (x.name == scale) {
+        std::vector<float> values(static_cast<size_t>(x.shape[0] * x.shape[1]), 0.01f);  // not an f16 value
+        x = make_f32_tensor(scale, x.shape, values);
+      }
+  });
+  const std::string not_f16 = load_error(dir);
+  EXPECT_NE(not_f16.find(scale), std::string::npos) << not_f16;
+  EXPECT_NE(not_f16.find("f16 values"), std::string::npos) << not_f16;
 
   const fs::path int8_dir = testing::make_temp_dir("quantize-bad4") / "int8";
   quantize_checkpoint(original, int8_dir, 8);

@@ -85,6 +85,15 @@ inline void load_weights(const uint8_t* block, int64_t kq, int h, __m256i* w) {
   }
 }
 
+// Half h of one block's 16 scales as the epilogue multiplies by them: f32, or for 4-bit
+// weights f16 divided by 16 (exact; int8_kernels.h).
+template <int kBits>
+inline __m256 load_scales(const uint8_t* scales, int h) {
+  if constexpr (kBits == 8) return _mm256_loadu_ps(reinterpret_cast<const float*>(scales) + h * 8);
+  const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales) + h));
+  return _mm256_mul_ps(s, _mm256_set1_ps(1.0f / 16.0f));
+}
+
 // kRows rows x one 16-output block (two 8-lane halves) at block b of a group.
 template <int kBits, int kRows>
 void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t ldq, int64_t num_chunks,
@@ -106,7 +115,7 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
     for (int64_t line = 0; line < kBlockBytes; line += 64)
       _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec + b * kBlockBytes;
-    const float* sw = reinterpret_cast<const float*>(rec + blocks * kBlockBytes) + b * kInt8Block;
+    const uint8_t* sw = rec + blocks * kBlockBytes + b * int8_scale_bytes(kBits);  // this block's scales
     __m256i dot[kRows][2];
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
@@ -130,7 +139,7 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const __m256 s = _mm256_loadu_ps(sw + h * 8);
+      const __m256 s = load_scales<kBits>(sw, h);
 #pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
         // u = Σ q_w q_x + 128 Σ q_x: exactly what vpdpbusd sums for the offset weights

@@ -30,6 +30,15 @@ inline void load_weights(const uint8_t* block, int64_t kq, __m512i* w) {
   }
 }
 
+// One block's 16 scales as the epilogue multiplies by them: f32, or for 4-bit weights f16
+// divided by 16 (exact; int8_kernels.h).
+template <int kBits>
+inline __m512 load_scales(const uint8_t* scales) {
+  if constexpr (kBits == 8) return _mm512_loadu_ps(scales);
+  const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
+  return _mm512_mul_ps(s, _mm512_set1_ps(1.0f / 16.0f));
+}
+
 // kRows rows x the group's kBlocks blocks over chunks [ch0, ch1) of kBits-bit weights. Chunk
 // records of the group are record_bytes apart; `blocks` is the group's block count (record
 // layout); partial: [kRows][32] f32 sums carried between spans (kernels/isa/row_spans.h).
@@ -59,7 +68,7 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int6
     for (int64_t line = 0; line < kBlocks * kBlockBytes; line += 64)
       _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
     const uint8_t* wb = rec;
-    const float* sw = reinterpret_cast<const float*>(rec + blocks * kBlockBytes);
+    const uint8_t* sw = rec + blocks * kBlockBytes;  // the blocks' scales
     // Integer sums of one chunk for both blocks at once (each row's 4-byte activation
     // group broadcast once), then scaled into acc.
     __m512i dot[kRows][kBlocks];
@@ -84,7 +93,7 @@ void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int6
     }
     #pragma GCC unroll 16
     for (int b = 0; b < kBlocks; ++b) {
-      const __m512 s = _mm512_loadu_ps(sw + b * kInt8Block);
+      const __m512 s = load_scales<kBits>(sw + b * int8_scale_bytes(kBits));
       #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) {
         const __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[r][b]), _mm512_set1_ps(ts[r * num_chunks + ch]),

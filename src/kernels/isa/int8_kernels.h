@@ -5,14 +5,16 @@
 // operand of vpdpbusd. 4-bit weights: q in [-7, 7] with s = max|w| / 7, stored as the nibble
 // q + 8, two to a byte; a kernel widens a nibble n to the byte 16 n = 16 q + 128 (a mask, and
 // a shift for the low nibble), the 8-bit kernels' offset operand for the weight 16 q, and the
-// packed scale is s / 16 (exact), so every later step is the 8-bit one. Activations: int8 per row and 32-column block, q = round(x / t) with
+// scale is used as s / 16 (exact), so every later step is the 8-bit one. A 4-bit scale is an
+// f16 value (the quantizer rounds it so) and is packed as f16: a fifth of a 4-bit weight's
+// bytes would otherwise be its scale. Activations: int8 per row and 32-column block, q = round(x / t) with
 // t = max|x| / 127, quantized on the fly by the kernel.
 //
 // Packed layout: outputs in groups of 32 (two 16-output blocks); a group is one run of
 // chunk records, one per 32-column block of k: [groups][chunks]{u8 [2 blocks][8][16][4],
 // f32 scales [2 blocks][16]}. Within a block, 8 vectors of 16 lanes x 4 consecutive k.
 // 4-bit blocks hold 4 vectors: byte i of vector p carries byte i of 8-bit vector 2p in its
-// low nibble and of vector 2p + 1 in its high nibble.
+// low nibble and of vector 2p + 1 in its high nibble; their scales are f16 [2 blocks][16].
 //
 // Per output, with u = Σ_k (q_w + 128) q_x over a chunk (exact in int32) and
 // c = 128 t Σ_k q_x (the offset's share, one f32 per row and chunk):
@@ -32,9 +34,11 @@ inline constexpr int64_t kInt8Chunk = 32;               // k per quantization bl
 inline constexpr int64_t kInt8BlockBytes = kInt8Block * kInt8Chunk;   // 512 u8 per (chunk, block)
 // Weight bytes of one (chunk, block) for `bits`-bit weights (8 or 4).
 constexpr int64_t int8_block_bytes(int bits) { return kInt8BlockBytes * bits / 8; }
+// Bytes of one block's scales in a chunk record: f32, or f16 for 4-bit weights.
+constexpr int64_t int8_scale_bytes(int bits) { return kInt8Block * (bits == 8 ? 4 : 2); }
 // Bytes of one chunk record of a group of `blocks` blocks: weights then scales.
 constexpr int64_t int8_record_bytes(int bits, int64_t blocks) {
-  return blocks * (int8_block_bytes(bits) + kInt8Block * 4);
+  return blocks * (int8_block_bytes(bits) + int8_scale_bytes(bits));
 }
 
 // A packed int8 weight matrix as the kernels see it.
