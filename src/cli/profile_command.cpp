@@ -33,7 +33,8 @@ void run_profile(const ProfileArgs& args) {
   const StepCostTable table = load_or_measure_step_cost(args.model.model_dir, *loaded.target, o, cache, &source);
   std::printf("# step-cost profile of %s (%s weights, %s KV, %d threads, context %lld): %s in %.1f s; cache "
               "%s/step_profile/%s.json\n",
-              args.model.model_dir.c_str(), args.model.quantization != "none" ? args.model.quantization.c_str() : args.model.dtype.c_str(),
+              args.model.model_dir.c_str(),
+              args.model.quantization != "none" ? args.model.quantization.c_str() : args.model.dtype.c_str(),
               args.model.kv_dtype.c_str(), num_threads(),
               static_cast<long long>(o.context_length), step_profile_source_name(source), now_seconds() - t0,
               cache.c_str(), key.c_str());

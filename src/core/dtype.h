@@ -39,6 +39,8 @@ inline float round_to_bf16(float f) { return bf16_to_float(float_to_bf16(f)); }
 
 float f16_to_float(uint16_t bits);
 uint16_t float_to_f16(float f);
+// Rounds f to the nearest f16 value and returns it as float.
+inline float round_to_f16(float f) { return f16_to_float(float_to_f16(f)); }
 float f8e4m3_to_float(uint8_t bits);
 
 // Converts n elements of type `from` at src into f32 at dst.

@@ -27,13 +27,11 @@ void quantize_block(const float* w, int64_t n, float scale, float q_max, int8_t*
   }
 }
 
-// f rounded to the nearest f16 value: 4-bit scales are packed as f16 (kernels/isa/int8_kernels.h).
-float round_to_f16(float f) { return f16_to_float(float_to_f16(f)); }
-
 // The scale of a 4-bit block of n weights (amax > 0): 15 levels leave a coarse step, so
 // scales amax / d for d = 7 to 9 by 1/8 are tried (past 7 the largest weights clip to ±7 and
 // every other weight gets a finer step), each refit by least squares to its own q
-// (Σ w q / Σ q²) and rounded to f16, and the pair with the least squared error is kept.
+// (Σ w q / Σ q²) and rounded to f16 (packed so, kernels/isa/int8_kernels.h), and the pair
+// with the least squared error is kept.
 // amax / 7 is the first candidate, so the result is never worse than it (up to the f16
 // rounding). q: [n], the chosen values.
 float search_4bit_scale(const float* w, int64_t n, float amax, int8_t* q) {

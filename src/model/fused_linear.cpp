@@ -40,7 +40,7 @@ Int8Weights load_int8_weights(const WeightStore& store, const std::string& name,
   for (float s : w.scales) {
     DSPARK_CHECK(std::isfinite(s) && s >= 0.0f, "{}: tensor '{}.weight_scale' holds {}; scales are finite and >= 0",
                  store.dir().string(), name, s);
-    DSPARK_CHECK(w.bits == 8 || f16_to_float(float_to_f16(s)) == s,
+    DSPARK_CHECK(w.bits == 8 || round_to_f16(s) == s,
                  "{}: tensor '{}.weight_scale' holds {}; 4-bit scales are f16 values", store.dir().string(), name, s);
   }
   return w;

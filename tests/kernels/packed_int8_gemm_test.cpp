@@ -57,15 +57,17 @@ TEST(Int8Quantization, RoundTripsWithinHalfAStep) {
         for (int64_t j = k / 32 * 32; j < std::min<int64_t>(in, k / 32 * 32 + 32); ++j)
           amax = std::max(amax, std::fabs(w[n * in + j]));
         const float step = amax / static_cast<float>(q_max);
-        plain[n * 3 + k / 32] += step > 0 ? std::pow(std::nearbyint(w[n * in + k] / step) * step - w[n * in + k], 2) : 0;
+        const float rounded = step > 0 ? std::nearbyint(w[n * in + k] / step) * step : 0.0f;
+        plain[n * 3 + k / 32] += std::pow(rounded - w[n * in + k], 2);
         // 8 bits: within half a step of the weight
         if (bits == 8) EXPECT_LE(std::fabs(q.q[n * in + k] * s - w[n * in + k]), 0.5f * s * (1 + 1e-6f) + 1e-30f);
       }
     EXPECT_GE(extremes, out * 3 - 1) << bits << " bits";  // every block but the zero one
     if (bits == 4) {  // the scale search: never worse than the plain scale in a block, better overall
-      for (const float s : q.scales) EXPECT_EQ(f16_to_float(float_to_f16(s)), s) << "an f16 value";
+      for (const float s : q.scales) EXPECT_EQ(round_to_f16(s), s) << "an f16 value";
       for (size_t b = 0; b < error.size(); ++b) EXPECT_LE(error[b], plain[b] * (1 + 1e-6) + 1e-12) << "block " << b;
-      EXPECT_LT(std::accumulate(error.begin(), error.end(), 0.0), 0.9 * std::accumulate(plain.begin(), plain.end(), 0.0));
+      const double total = std::accumulate(error.begin(), error.end(), 0.0);
+      EXPECT_LT(total, 0.9 * std::accumulate(plain.begin(), plain.end(), 0.0));
     }
   }
 }

@@ -70,11 +70,9 @@ void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, cons
 // The signed weights q (16 q for 4-bit weights) of steps [kq, kq + kSteps) of k (4 k each)
 // in half h of one block: the offset bytes (int8_kernels.h) with their top bit flipped.
 template <int kBits>
-inline constexpr int kStepsPerLoad = kBits == 8 ? 1 : 2;
-template <int kBits>
 inline void load_weights(const uint8_t* block, int64_t kq, int h, __m256i* w) {
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  const uint8_t* bytes = block + kq / kStepsPerLoad<kBits> * 64 + h * 32;
+  const uint8_t* bytes = block + kq / int8_steps_per_load(kBits) * 64 + h * 32;
   const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes));
   if constexpr (kBits == 8) {
     w[0] = _mm256_xor_si256(raw, flip);  // (q + 128) ^ 0x80 = q
@@ -106,7 +104,7 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
   const float* ts = a.scale + row0 * num_chunks;
   const float* cs = a.offset + row0 * num_chunks;
   const int32_t* ss = sums + row0 * num_chunks;
-  constexpr int kSteps = kStepsPerLoad<kBits>;
+  constexpr int kSteps = int8_steps_per_load(kBits);
   constexpr int64_t kBlockBytes = int8_block_bytes(kBits);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t ch = 0; ch < num_chunks; ++ch) {

@@ -17,10 +17,8 @@ namespace {
 // The weights of steps [kq, kq + kSteps) of k (4 k each) of one block as vpdpbusd's
 // unsigned operand: one 64-byte load; a 4-bit load widened to two (int8_kernels.h).
 template <int kBits>
-inline constexpr int kStepsPerLoad = kBits == 8 ? 1 : 2;
-template <int kBits>
 inline void load_weights(const uint8_t* block, int64_t kq, __m512i* w) {
-  const __m512i raw = _mm512_loadu_si512(block + kq / kStepsPerLoad<kBits> * 64);
+  const __m512i raw = _mm512_loadu_si512(block + kq / int8_steps_per_load(kBits) * 64);
   if constexpr (kBits == 8) {
     w[0] = raw;
   } else {
@@ -46,7 +44,7 @@ template <int kBits, int kRows, int kBlocks>
 void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int64_t ch1, int64_t num_chunks,
           float* partial, const uint8_t* records, int64_t record_bytes, int64_t blocks, const float* bias, float* y,
           int64_t ldy, int64_t valid_cols) {
-  constexpr int kSteps = kStepsPerLoad<kBits>;
+  constexpr int kSteps = int8_steps_per_load(kBits);
   constexpr int64_t kBlockBytes = int8_block_bytes(kBits);
   // f32 and int32 sums of every row and block, plus weights, a broadcast and the 4-bit
   // mask: 32 registers.
@@ -124,8 +122,8 @@ using TileFn = void (*)(const Int8Activations&, int64_t, int64_t, int64_t, int64
 
 // Up to 6 rows x both blocks of a group per tile (6 x 2 f32 sums + 6 x 2 int32 sums + two
 // weight and one broadcast register: 27 of 32; 4-bit weights: four weight registers and the
-// nibble mask, 30), so each row's activations are broadcast
-// once per chunk for both blocks; one block for a last group that has only one. More rows
+// nibble mask, 30), so each row's activations are broadcast once per chunk for both blocks;
+// one block for a last group that has only one. More rows
 // take turns over spans of chunks (kernels/isa/row_spans.h): 9 rows as 5 + 4. Measured on
 // Zen 5 against 9-row tiles that summed the blocks in turn (broadcasting every activation
 // twice): the 9-token step 16% faster, 16 and 64 tokens 35-44% faster.

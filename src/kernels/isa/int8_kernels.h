@@ -34,6 +34,9 @@ inline constexpr int64_t kInt8Chunk = 32;               // k per quantization bl
 inline constexpr int64_t kInt8BlockBytes = kInt8Block * kInt8Chunk;   // 512 u8 per (chunk, block)
 // Weight bytes of one (chunk, block) for `bits`-bit weights (8 or 4).
 constexpr int64_t int8_block_bytes(int bits) { return kInt8BlockBytes * bits / 8; }
+// Steps of k (4 k each) whose weights one 64-byte load of a block holds: a 4-bit load
+// widens to two. static: each ISA's translation unit compiles its own copy.
+static constexpr int int8_steps_per_load(int bits) { return bits == 8 ? 1 : 2; }
 // Bytes of one block's scales in a chunk record: f32, or f16 for 4-bit weights.
 constexpr int64_t int8_scale_bytes(int bits) { return kInt8Block * (bits == 8 ? 4 : 2); }
 // Bytes of one chunk record of a group of `blocks` blocks: weights then scales.
