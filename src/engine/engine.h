@@ -39,6 +39,7 @@
 #include "spec/prefix_scheduler.h"
 #include "spec/proposer.h"
 #include "spec/spec_metrics.h"
+#include "structured/shared_token_masks.h"
 
 namespace dspark {
 

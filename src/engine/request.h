@@ -21,7 +21,6 @@
 #include "engine/prefix_cache.h"
 #include "spec/confidence_calibrator.h"
 #include "structured/grammar_constraint.h"
-#include "structured/shared_token_masks.h"
 #include "spec/spec_metrics.h"
 
 namespace dspark {

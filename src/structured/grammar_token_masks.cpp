@@ -5,7 +5,6 @@
 namespace dspark {
 
 void GrammarTokenMasks::allowed_tokens(const GrammarMatcher& state, std::span<uint64_t> mask) {
-  const std::lock_guard lock(mu_);
   if (states_.size() > GrammarStateTable::kMaxStates) {
     states_.clear();
     masks_.clear();

@@ -6,15 +6,15 @@
 // again and again), up to kMaxCachedBytes a request.
 //
 // Gives TokenMasker::allowed_tokens's bits exactly (EOS where the state may end, only EOS
-// where it is complete). Thread-safe (one call at a time): the requests of one grammar share
-// one (structured/shared_token_masks.h), so a grammar used again and again is walked once per state, not
-// once per request. Allocates as it meets new states; when the table holds more than
+// where it is complete). The requests of one grammar in an engine share one
+// (structured/shared_token_masks.h), so a grammar used again and again is walked once per
+// state, not once per request; not thread-safe: the engine's thread alone masks
+// (engine/engine_loop.h). Allocates as it meets new states; when the table holds more than
 // GrammarStateTable::kMaxStates it starts again, empty, before the next walk (the masks kept
 // go with it).
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <span>
 #include <vector>
 
@@ -40,7 +40,6 @@ class GrammarTokenMasks {
 
  private:
   const TokenMasker* masker_;
-  std::mutex mu_;  // guards everything below
   GrammarStateTable states_;
   std::vector<std::vector<uint64_t>> masks_;  // [states] empty until computed (or past the cap)
   int64_t cached_bytes_ = 0;

@@ -16,7 +16,6 @@ RegexTokenMasks::RegexTokenMasks(const TokenMasker& masker, const CompiledRegex&
 void RegexTokenMasks::allowed_tokens(const RegexMatcher& state, std::span<uint64_t> mask) {
   DSPARK_CHECK(static_cast<int64_t>(mask.size()) == masker_->num_words(),
                "RegexTokenMasks: mask has {} words, expected {}", mask.size(), masker_->num_words());
-  const std::lock_guard lock(mu_);
   const int32_t cls = (*class_of_)[static_cast<size_t>(state.state())];
   std::vector<uint64_t>& short_tokens = masks_[static_cast<size_t>(cls)];
   if (short_tokens.empty()) {

@@ -10,15 +10,14 @@
 // before that.
 //
 // Gives TokenMasker::allowed_tokens's bits exactly (EOS where the state may end, only EOS
-// where it is complete). Thread-safe (one call at a time): the requests of one regex share
-// one (structured/shared_token_masks.h). Allocates a class's mask the first time one of its
-// states is asked.
+// where it is complete). The requests of one regex in an engine share one
+// (structured/shared_token_masks.h); not thread-safe: the engine's thread alone masks
+// (engine/engine_loop.h). Allocates a class's mask the first time one of its states is asked.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <vector>
 
@@ -45,7 +44,6 @@ class RegexTokenMasks {
 
  private:
   const TokenMasker* masker_;
-  std::mutex mu_;  // guards masks_ and num_walks_
   std::shared_ptr<const std::vector<int32_t>> class_of_;  // [regex states] (the regex's, shared)
   std::vector<std::vector<uint64_t>> masks_;  // [classes] short text tokens only; empty until asked
   int64_t num_walks_ = 0;

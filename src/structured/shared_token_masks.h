@@ -3,16 +3,16 @@
 // same constraint (every request of a batch job, say) reuse each other's trie walks instead
 // of walking again. Holds the `capacity` constraints used last and their masks (each within
 // its masks' own bounds); a request still holding masks that were dropped keeps them alive.
-// Thread-safe.
+// Not thread-safe, as the masks it hands out: one engine's, used on its thread alone
+// (engine/engine_loop.h).
 //
 // Compiled: CompiledGrammar or CompiledRegex (source()); Masks: GrammarTokenMasks or
-// RegexTokenMasks (built from the masker and the compiled constraint; thread-safe).
+// RegexTokenMasks (built from the masker and the compiled constraint).
 #pragma once
 
 #include <cstddef>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -38,7 +38,6 @@ class SharedTokenMasks {
 
   // The constraint to use for `compiled` (an earlier one of the same text, or itself) and its masks.
   Entry get(const std::shared_ptr<const Compiled>& compiled) {
-    const std::lock_guard lock(mu_);
     if (const auto it = by_source_.find(compiled->source()); it != by_source_.end()) {
       entries_.splice(entries_.begin(), entries_, it->second);
       return entries_.front();
@@ -52,15 +51,11 @@ class SharedTokenMasks {
     return entries_.front();
   }
 
-  size_t size() const {
-    const std::lock_guard lock(mu_);
-    return entries_.size();
-  }
+  size_t size() const { return entries_.size(); }
 
  private:
   const TokenMasker* masker_;
   size_t capacity_;
-  mutable std::mutex mu_;
   std::list<Entry> entries_;  // most recently used first
   std::unordered_map<std::string, typename std::list<Entry>::iterator> by_source_;
 };
