@@ -1,8 +1,13 @@
-// int8 (or 4-bit) weights x int8 activations with AVX2 (no VNNI): vpmaddubsw on |q_x| and the
-// weights' signs flipped by q_x's (pairs stay below int16 saturation: 2 x 127 x 127, or
-// 2 x 127 x 112 for the 4-bit weights 16 q),
-// vpmaddwd to 4-element int32 sums, plus 128 Σ q_x to get exactly the vpdpbusd sum u of the
-// offset weights. The f32 epilogue is the VNNI kernel's, so both give the same bits.
+// int8 (or 4-bit) weights x int8 activations with AVX2 (no VNNI), producing exactly the
+// vpdpbusd sum u of the offset weights (int8_kernels.h), so the f32 epilogue is the VNNI
+// kernel's and both give the same bits.
+// - 8-bit weights: vpmaddubsw on |q_x| and the weights' signs flipped by q_x's (pairs stay
+//   below int16 saturation: 2 x 127 x 127), vpmaddwd to 4-element int32 sums, plus 128 Σ q_x.
+// - 4-bit weights: the nibble n = q + 8 is vpmaddubsw's unsigned operand as stored, against
+//   the signed q_x: a pair is at most 2 x 15 x 127 = 3,810 in magnitude, so a chunk's 8 steps
+//   add up in int16 (30,480 at most) before one vpmaddwd by 16 gives u = Σ (16 q + 128) q_x
+//   = 16 Σ n q_x. No signs to flip and no Σ q_x: one multiply per 32 products, where 8-bit
+//   weights take two (a 9-row product is bound by them).
 #include <immintrin.h>
 
 #include <cstring>
@@ -13,7 +18,10 @@
 namespace dspark::kernels {
 namespace {
 
-constexpr int kMaxRows = 2;  // 2 rows x 2 halves: 4 int32 sums + 4 f32 sums (of 16 ymm)
+// Rows per tile: 8-bit, 2 rows x 2 halves: 4 int32 sums + 4 f32 sums (of 16 ymm); 4-bit,
+// kMaxRows4 rows (their f32 sums, touched once a chunk, may live in memory).
+constexpr int kMaxRows = 2;
+constexpr int kMaxRows4 = 3;
 // Unlike the other kernels, each 2-row tile runs over all of k on its own (no row spans,
 // kernels/isa/row_spans.h): at 9 rows this kernel is bound by its multiply-adds, not by the
 // weight stream, and taking turns over spans measured 5-10% slower (kernels_bench, int8, M =
@@ -67,19 +75,19 @@ void quantize_row(const float* x, int64_t in, int64_t padded_in, int64_t r, cons
   }
 }
 
-// The signed weights q (16 q for 4-bit weights) of steps [kq, kq + kSteps) of k (4 k each)
-// in half h of one block: the offset bytes (int8_kernels.h) with their top bit flipped.
+// Half h of one block's weights for steps [kq, kq + kSteps) of k (4 k each): for 8-bit
+// weights the signed q, the offset bytes (int8_kernels.h) with their top bit flipped; for
+// 4-bit weights the nibbles n = q + 8 as bytes (the low nibbles step kq, the high ones kq + 1).
 template <int kBits>
 inline void load_weights(const uint8_t* block, int64_t kq, int h, __m256i* w) {
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   const uint8_t* bytes = block + kq / int8_steps_per_load(kBits) * 64 + h * 32;
   const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes));
   if constexpr (kBits == 8) {
-    w[0] = _mm256_xor_si256(raw, flip);  // (q + 128) ^ 0x80 = q
+    w[0] = _mm256_xor_si256(raw, _mm256_set1_epi8(static_cast<char>(0x80)));  // (q + 128) ^ 0x80 = q
   } else {
-    const __m256i high = _mm256_set1_epi8(static_cast<char>(0xF0));
-    w[0] = _mm256_xor_si256(_mm256_and_si256(_mm256_slli_epi16(raw, 4), high), flip);
-    w[1] = _mm256_xor_si256(_mm256_and_si256(raw, high), flip);
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    w[0] = _mm256_and_si256(raw, low);
+    w[1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
   }
 }
 
@@ -103,10 +111,10 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
   const int8_t* q = a.q + row0 * ldq;
   const float* ts = a.scale + row0 * num_chunks;
   const float* cs = a.offset + row0 * num_chunks;
-  const int32_t* ss = sums + row0 * num_chunks;
+  const int32_t* ss = kBits == 8 ? sums + row0 * num_chunks : nullptr;  // Σ q_x per chunk
   constexpr int kSteps = int8_steps_per_load(kBits);
   constexpr int64_t kBlockBytes = int8_block_bytes(kBits);
-  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi16(16);
   for (int64_t ch = 0; ch < num_chunks; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
     const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes + b * kBlockBytes;
@@ -117,6 +125,9 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
     __m256i dot[kRows][2];
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
+    // Not unrolled: unrolled, the compiler regroups the integer sums over all 8 steps as a
+    // tree and spills the products (3x slower).
+#pragma GCC unroll 1
     for (int64_t kq = 0; kq < kInt8Chunk / 4; kq += kSteps) {
       __m256i w[2][kSteps];  // [half][step]
 #pragma GCC unroll 2
@@ -128,11 +139,16 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
           int32_t four;
           std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + (kq + s) * 4, sizeof(four));
           const __m256i xv = _mm256_set1_epi32(four);
-          const __m256i xa = _mm256_abs_epi8(xv);
+          if constexpr (kBits == 8) {
+            const __m256i xa = _mm256_abs_epi8(xv);
 #pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h)
-            dot[r][h] = _mm256_add_epi32(
-                dot[r][h], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w[h][s], xv)), ones));
+            for (int h = 0; h < 2; ++h)
+              dot[r][h] = _mm256_add_epi32(
+                  dot[r][h], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w[h][s], xv)), ones));
+          } else {  // int16 sums of n q_x
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) dot[r][h] = _mm256_add_epi16(dot[r][h], _mm256_maddubs_epi16(w[h][s], xv));
+          }
         }
     }
 #pragma GCC unroll 2
@@ -140,9 +156,10 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
       const __m256 s = load_scales<kBits>(sw, h);
 #pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
-        // u = Σ q_w q_x + 128 Σ q_x: exactly what vpdpbusd sums for the offset weights
-        // (q_w = 16 q for 4-bit weights).
-        const __m256i u = _mm256_add_epi32(dot[r][h], _mm256_set1_epi32(128 * ss[r * num_chunks + ch]));
+        // u: exactly what vpdpbusd sums for the offset weights; 8-bit, Σ q_w q_x + 128 Σ q_x;
+        // 4-bit, 16 Σ n q_x.
+        const __m256i u = kBits == 8 ? _mm256_add_epi32(dot[r][h], _mm256_set1_epi32(128 * ss[r * num_chunks + ch]))
+                                     : _mm256_madd_epi16(dot[r][h], sixteen);
         const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(u), _mm256_set1_ps(ts[r * num_chunks + ch]),
                                          _mm256_set1_ps(cs[r * num_chunks + ch]));
         acc[r][h] = _mm256_fmadd_ps(t, s, acc[r][h]);
@@ -158,6 +175,14 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
   }
 }
 
+// The tile for the next rows_left rows (at most the bit width's kMaxRows).
+using TileFn = decltype(&tile<8, 1>);
+template <int kBits>
+TileFn tile_for(int64_t rows_left) {
+  if constexpr (kBits == 8) return rows_left >= 2 ? tile<8, 2> : tile<8, 1>;
+  else return rows_left >= 3 ? tile<4, 3> : rows_left == 2 ? tile<4, 2> : tile<4, 1>;
+}
+
 }  // namespace
 
 void quantize_int8_rows_avx2(const float* x, int64_t in, int64_t padded_in, int64_t rows, const Int8Activations& a,
@@ -167,16 +192,16 @@ void quantize_int8_rows_avx2(const float* x, int64_t in, int64_t padded_in, int6
 
 void int8_gemm_avx2(const PackedInt8View& w, const float* x, const Int8Activations& a, int32_t* sums, float* y,
                     int64_t rows) {
-  quantize_int8_rows_avx2(x, w.in, w.padded_in, rows, a, sums);
+  quantize_int8_rows_avx2(x, w.in, w.padded_in, rows, a, w.bits == 8 ? sums : nullptr);
   const int64_t num_chunks = w.padded_in / kInt8Chunk;
+  const int64_t max_rows = w.bits == 8 ? kMaxRows : kMaxRows4;
   parallel_for(w.num_groups, rows * w.out * w.in >= kInt8ParallelMinMacs, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       const Int8Group group = int8_group(w, g, num_chunks);
       for (int64_t b = 0; b < group.blocks; ++b)
-        for (int64_t r = 0; r < rows; r += kMaxRows) {
+        for (int64_t r = 0; r < rows; r += max_rows) {
           const int64_t col = group.col + b * kInt8Block;
-          auto* fn = w.bits == 4 ? (rows - r >= 2 ? tile<4, 2> : tile<4, 1>)
-                                 : (rows - r >= 2 ? tile<8, 2> : tile<8, 1>);
+          TileFn fn = w.bits == 4 ? tile_for<4>(rows - r) : tile_for<8>(rows - r);
           fn(a, sums, r, w.padded_in, num_chunks, group.records, group.record_bytes, group.blocks, b, w.bias + col,
              y + r * w.out + col, w.out, w.out - col);
         }
