@@ -3,7 +3,7 @@
 // KV history of 128 positions (and 896 for two paths' verification ratio, where attention
 // weighs more), for each matmul path this CPU has: bf16 weights under the ISA caps avx2
 // (fma256), avx512 (fma512) and the best level (what `auto` picks), int8 weights (amx,
-// vnni512, avxvnni and avx2), 4-bit weights (best and avx2), and f32 (the packed f32 kernels). Alongside, the machine's
+// vnni512, avxvnni and avx2), 4-bit weights (best, avxvnni and avx2), and f32 (the packed f32 kernels). Alongside, the machine's
 // read bandwidth is measured in the same run, so the roofline fraction (weight bytes /
 // bandwidth vs step time) compares like with like on a noisy machine.
 //
@@ -97,6 +97,7 @@ const Path kPaths[] = {
     {"bf16 avx512fp16", DType::kBF16, Isa::kAvx512Fp16, WeightQuantization::kNone},
     {"int4 best", DType::kBF16, best_isa(), WeightQuantization::kInt4},
     {"int4 avx2", DType::kBF16, Isa::kAvx2, WeightQuantization::kInt4},
+    {"int4 avxvnni", DType::kBF16, Isa::kAvxVnni, WeightQuantization::kInt4},
 };
 
 // history: kHistory or kLongHistory (one cached fixture each).
@@ -175,7 +176,7 @@ void BM_VerifyOverDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_VerifyOverDecode)
     ->ArgNames({"path", "history"})
-    ->ArgsProduct({benchmark::CreateDenseRange(0, 10, 1), {kHistory}})
+    ->ArgsProduct({benchmark::CreateDenseRange(0, 11, 1), {kHistory}})
     ->Args({0, kLongHistory})
     ->Args({3, kLongHistory})
     ->Iterations(300)

@@ -160,8 +160,10 @@ std::string step_profile_key(const std::filesystem::path& model_dir, const Trans
   // v12: transposed K blocks: v11 tables put 9-token steps 5-10% too slow, under the stale check.
   // v13: weight prefetches at a fixed count per k-pair: v12 tables put fma512 9-token steps about
   // 3% too slow, under the stale check.
+  // v14: AVX2 4-bit products summed in int16: v13 tables of AVX2 CPUs with int4 weights put a
+  // 9-token step about 1.5x too slow, a one-token step 1.2x, at the stale check's edge.
   std::ostringstream key;
-  key << "v13|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
+  key << "v14|" << model.config().to_json().dump() << '|' << dtype_name(model.options().compute) << '|'
       << quantization_name(model.options().quantization) << '|' << model.matmul_kernel() << '|' << num_threads() << '|'
       << cpu_model_name() << '|' << o.max_tokens << '|' << o.context_length << '|' << o.tokens_per_sequence << '|'
       << dtype_name(o.kv_dtype);

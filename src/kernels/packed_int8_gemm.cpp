@@ -89,7 +89,7 @@ Isa int8_kernel_isa(Int8Kernel kernel) {
 Int8Kernel best_int8_kernel(int bits) {
   if (bits == 8 && isa_allowed(Isa::kAmx)) return Int8Kernel::kAmx;
   if (isa_allowed(Isa::kVnni)) return Int8Kernel::kVnni512;
-  return bits == 8 && isa_allowed(Isa::kAvxVnni) ? Int8Kernel::kAvxVnni : Int8Kernel::kAvx2;
+  return isa_allowed(Isa::kAvxVnni) ? Int8Kernel::kAvxVnni : Int8Kernel::kAvx2;
 }
 
 Int8Weights quantize_int8_weights(const float* weight, int64_t out, int64_t in, int bits) {
@@ -130,8 +130,8 @@ PackedInt8Gemm::PackedInt8Gemm(const Int8Weights& weights, std::span<const float
       kernel_(kernel == Int8Kernel::kBest ? best_int8_kernel(weights.bits) : kernel) {
   const int64_t num_chunks = padded_in_ / kInt8Chunk;
   kernels::check_packed_args("PackedInt8Gemm", out_, in_, bias, max_rows_);
-  DSPARK_CHECK(bits_ == 8 || (bits_ == 4 && (kernel_ == Int8Kernel::kVnni512 || kernel_ == Int8Kernel::kAvx2)),
-               "PackedInt8Gemm: {}-bit weights on kernel {} (4-bit weights run on vnni512 or avx2)", bits_,
+  DSPARK_CHECK(bits_ == 8 || (bits_ == 4 && kernel_ != Int8Kernel::kAmx),
+               "PackedInt8Gemm: {}-bit weights on kernel {} (4-bit weights run on vnni512, avxvnni or avx2)", bits_,
                int8_kernel_name(kernel_));
   const int q_max = bits_ == 8 ? 127 : 7;
   for (const int8_t q : weights.q)

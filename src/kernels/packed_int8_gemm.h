@@ -29,8 +29,8 @@ enum class Int8Kernel : uint8_t { kBest, kAvx2, kAvxVnni, kVnni512, kAmx };
 std::string_view int8_kernel_name(Int8Kernel kernel);  // "avx2", "avxvnni", "vnni512", "amx"
 Isa int8_kernel_isa(Int8Kernel kernel);                 // the level a kernel needs
 // The kernel kBest resolves to under the current ISA cap: AMX, else VNNI, else AVX-VNNI,
-// else AVX2, the first one allowed. 4-bit weights run on VNNI or AVX2 (their kernels widen
-// the nibbles; the AMX and AVX-VNNI kernels take 8-bit weights only).
+// else AVX2, the first one allowed. 4-bit weights run on VNNI, AVX-VNNI or AVX2 (the AMX
+// kernel takes 8-bit weights only).
 Int8Kernel best_int8_kernel(int bits = 8);
 
 inline constexpr int64_t kInt8ScaleBlock = 32;  // columns of k per weight scale

@@ -197,7 +197,7 @@ void LogitsProcessor::to_probs(const float* logits, float* probs, const Sampling
       counts[token] = 0;
     }
   }
-  for (const auto [token, bias] : params.logit_bias) {
+  for (const auto& [token, bias] : params.logit_bias) {
     DSPARK_CHECK(token < vocab, "sampling: logit_bias token {} outside [0, {})", token, vocab);
     w[token] += bias;
   }

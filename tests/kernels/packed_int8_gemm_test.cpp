@@ -21,8 +21,8 @@ namespace {
 using testing::random_floats;
 using testing::same_bits;
 
-// Every int8 kernel with 8-bit weights, and those that take 4-bit weights (vnni512, avx2)
-// with 4-bit ones, each run where the CPU (and the ISA cap) allows it.
+// Every int8 kernel with 8-bit weights, and those that take 4-bit weights (all but amx) with
+// 4-bit ones, each run where the CPU (and the ISA cap) allows it.
 class PackedInt8GemmTest : public ::testing::TestWithParam<std::tuple<Int8Kernel, int>> {
  protected:
   Int8Kernel kernel() const { return std::get<0>(GetParam()); }
@@ -188,7 +188,7 @@ TEST(PackedInt8Gemm, FourBitWeightsMultiplyAsTheirEightBitEqual) {
   for (int8_t& q : eight.q) q = static_cast<int8_t>(q * 16);
   for (float& s : eight.scales) s /= 16.0f;
   std::vector<float> y4(static_cast<size_t>(rows * out)), y8(y4.size());
-  for (Int8Kernel kernel : {Int8Kernel::kAvx2, Int8Kernel::kVnni512}) {
+  for (Int8Kernel kernel : {Int8Kernel::kAvx2, Int8Kernel::kAvxVnni, Int8Kernel::kVnni512}) {
     if (!isa_allowed(int8_kernel_isa(kernel))) continue;
     PackedInt8Gemm(four, {}, rows, kernel).multiply(x.data(), y4.data(), rows);
     PackedInt8Gemm(eight, {}, rows, kernel).multiply(x.data(), y8.data(), rows);
@@ -199,7 +199,8 @@ TEST(PackedInt8Gemm, FourBitWeightsMultiplyAsTheirEightBitEqual) {
 INSTANTIATE_TEST_SUITE_P(Kernels, PackedInt8GemmTest,
                          ::testing::Values(std::tuple{Int8Kernel::kAvx2, 8}, std::tuple{Int8Kernel::kAvxVnni, 8},
                                            std::tuple{Int8Kernel::kVnni512, 8}, std::tuple{Int8Kernel::kAmx, 8},
-                                           std::tuple{Int8Kernel::kAvx2, 4}, std::tuple{Int8Kernel::kVnni512, 4}),
+                                           std::tuple{Int8Kernel::kAvx2, 4}, std::tuple{Int8Kernel::kAvxVnni, 4},
+                                           std::tuple{Int8Kernel::kVnni512, 4}),
                          [](const auto& info) {
                            return std::string(int8_kernel_name(std::get<0>(info.param))) + "_" +
                                   std::to_string(std::get<1>(info.param)) + "bit";
@@ -215,9 +216,8 @@ TEST(PackedInt8Gemm, RejectsBadInput) {
       EXPECT_THROW(PackedInt8Gemm(quantize_int8_weights(w.data(), 8, 8), {}, 4, kernel), Error);
     }
   }
-  // 4-bit weights: only the kernels that widen nibbles, and only values a nibble holds
+  // 4-bit weights: not on AMX tiles, and only values a nibble holds
   const Int8Weights four = quantize_int8_weights(w.data(), 8, 8, 4);
-  EXPECT_THROW(PackedInt8Gemm(four, {}, 4, Int8Kernel::kAvxVnni), Error);
   EXPECT_THROW(PackedInt8Gemm(four, {}, 4, Int8Kernel::kAmx), Error);
   Int8Weights too_wide = four;
   too_wide.q[3] = 8;

@@ -2,7 +2,9 @@
 // s8 inputs, 32 multiply-adds per instruction), for CPUs that have it without AVX-512 (Intel's
 // cores since Alder Lake). The records are the VNNI kernel's; each 64-byte vector of a block
 // is read as two halves of 8 outputs. Per output the f32 epilogue is the VNNI kernel's, in the
-// same chunk order, so the two (and the AVX2 kernel) give the same bits.
+// same chunk order, so the two (and the AVX2 kernel) give the same bits. 4-bit weights: the
+// nibbles n = q + 8 as they are are vpdpbusd's unsigned operand, so a chunk sums Σ n q_x, and
+// u = 16 Σ n q_x is the sum of the offset weights 16 q + 128 (int8_kernels.h), the scale f16 / 16.
 #include <immintrin.h>
 
 #include <array>
@@ -18,13 +20,14 @@ namespace {
 
 // kRows rows x kBlocks blocks from block b0 over chunks [ch0, ch1). With 16 registers only
 // the integer sums of one chunk stay in registers (kRows x kBlocks x 2 halves, plus the
-// weight vectors and a broadcast); the f32 sums live in partial ([kRows][32], in L1), one
-// load and store per row, half and chunk against 8 vpdpbusd.
-template <int kRows, int kBlocks>
+// weight vectors, a broadcast and the nibble mask); the f32 sums live in partial ([kRows][32],
+// in L1), one load and store per row, half and chunk against 8 vpdpbusd.
+template <int kBits, int kRows, int kBlocks>
 void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int64_t ch1,
                  int64_t num_chunks, float* partial, const uint8_t* records, int64_t record_bytes, int64_t blocks,
                  int64_t b0) {
-  static_assert(kRows * kBlocks * 2 + kBlocks * 2 + 1 <= 16);
+  static_assert(kRows * kBlocks * 2 + kBlocks * 2 + 2 <= 16);
+  constexpr int64_t kBlockBytes = int8_block_bytes(kBits);
   const int8_t* q = a.q + row0 * ldq;
   const float* ts = a.scale + row0 * num_chunks;
   const float* cs = a.offset + row0 * num_chunks;
@@ -32,14 +35,15 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
   if (ch0 == 0)
     for (int r = 0; r < kRows; ++r)
       std::memset(block_sums + r * kInt8Group, 0, kBlocks * kInt8Block * sizeof(float));
+  const __m256i low = _mm256_set1_epi8(0x0F);
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
     // As in the VNNI kernel: the weights stream once per call, so ask ahead.
-    const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes + b0 * kInt8BlockBytes;
-    for (int64_t line = 0; line < kBlocks * kInt8BlockBytes; line += 64)
+    const uint8_t* ahead = rec + int8_prefetch_chunks(kRows) * record_bytes + b0 * kBlockBytes;
+    for (int64_t line = 0; line < kBlocks * kBlockBytes; line += 64)
       _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
-    const uint8_t* wb = rec + b0 * kInt8BlockBytes;
-    const float* sw = reinterpret_cast<const float*>(rec + blocks * kInt8BlockBytes) + b0 * kInt8Block;
+    const uint8_t* wb = rec + b0 * kBlockBytes;
+    const uint8_t* sw = rec + blocks * kBlockBytes + b0 * int8_scale_bytes(kBits);  // scales of block b0 on
     __m256i dot[kRows][kBlocks * 2];  // [row][block x half]
     #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r)
@@ -48,9 +52,14 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
     for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
       __m256i wv[kBlocks * 2];
       #pragma GCC unroll 4
-      for (int v = 0; v < kBlocks * 2; ++v)
-        wv[v] = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(wb + (v / 2) * kInt8BlockBytes + kq * 64 + (v % 2) * 32));
+      for (int v = 0; v < kBlocks * 2; ++v) {
+        // 4-bit: one 32-byte load holds steps kq (low nibbles) and kq + 1 (high); read again
+        // from L1 for the second rather than held in a register.
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+            wb + (v / 2) * kBlockBytes + kq / int8_steps_per_load(kBits) * 64 + (v % 2) * 32));
+        if constexpr (kBits == 8) wv[v] = raw;
+        else wv[v] = _mm256_and_si256(kq % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), low);
+      }
       #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         int32_t four;
@@ -62,11 +71,18 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
     }
     #pragma GCC unroll 4
     for (int v = 0; v < kBlocks * 2; ++v) {
-      const __m256 s = _mm256_loadu_ps(sw + v * 8);
+      __m256 s;
+      if constexpr (kBits == 8) {
+        s = _mm256_loadu_ps(reinterpret_cast<const float*>(sw) + v * 8);
+      } else {
+        s = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sw) + v)),
+                          _mm256_set1_ps(1.0f / 16.0f));
+      }
       #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         float* acc = block_sums + r * kInt8Group + v * 8;
-        const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(dot[r][v]), _mm256_set1_ps(ts[r * num_chunks + ch]),
+        const __m256i u = kBits == 8 ? dot[r][v] : _mm256_slli_epi32(dot[r][v], 4);  // 4-bit: 16 Σ n q_x
+        const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(u), _mm256_set1_ps(ts[r * num_chunks + ch]),
                                          _mm256_set1_ps(cs[r * num_chunks + ch]));
         _mm256_storeu_ps(acc, _mm256_fmadd_ps(t, s, _mm256_loadu_ps(acc)));
       }
@@ -77,19 +93,19 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
 // kRows rows x the group's blocks over chunks [ch0, ch1): both blocks at once where the
 // registers allow (up to 2 rows: 4 or 8 chains of vpdpbusd instead of 2 or 4, which one
 // row's latency-bound chain needs), else one block after the other.
-template <int kRows>
+template <int kBits, int kRows>
 void tile(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch0, int64_t ch1, int64_t num_chunks,
           float* partial, const uint8_t* records, int64_t record_bytes, int64_t blocks, const float* bias, float* y,
           int64_t ldy, int64_t valid_cols) {
   if constexpr (kRows <= 2) {
     if (blocks == 2) {
-      blocks_pass<kRows, 2>(a, row0, ldq, ch0, ch1, num_chunks, partial, records, record_bytes, blocks, 0);
+      blocks_pass<kBits, kRows, 2>(a, row0, ldq, ch0, ch1, num_chunks, partial, records, record_bytes, blocks, 0);
     } else {
-      blocks_pass<kRows, 1>(a, row0, ldq, ch0, ch1, num_chunks, partial, records, record_bytes, blocks, 0);
+      blocks_pass<kBits, kRows, 1>(a, row0, ldq, ch0, ch1, num_chunks, partial, records, record_bytes, blocks, 0);
     }
   } else {
     for (int64_t b = 0; b < blocks; ++b)
-      blocks_pass<kRows, 1>(a, row0, ldq, ch0, ch1, num_chunks, partial, records, record_bytes, blocks, b);
+      blocks_pass<kBits, kRows, 1>(a, row0, ldq, ch0, ch1, num_chunks, partial, records, record_bytes, blocks, b);
   }
   if (ch1 < num_chunks) return;  // the next span goes on from partial
   for (int64_t b = 0; b < blocks; ++b) {
@@ -110,11 +126,12 @@ using TileFn = void (*)(const Int8Activations&, int64_t, int64_t, int64_t, int64
 // Up to 6 rows per tile (15 of 16 registers); more rows take turns over spans of chunks
 // (kernels/isa/row_spans.h).
 constexpr int kMaxTileRows = 6;
-template <int... kRows>
+template <int kBits, int... kRows>
 constexpr std::array<TileFn, sizeof...(kRows)> tiles(std::integer_sequence<int, kRows...>) {
-  return {tile<kRows + 1>...};
+  return {tile<kBits, kRows + 1>...};
 }
-constexpr auto kTiles = tiles(std::make_integer_sequence<int, kMaxTileRows>{});
+constexpr auto kTiles8 = tiles<8>(std::make_integer_sequence<int, kMaxTileRows>{});
+constexpr auto kTiles4 = tiles<4>(std::make_integer_sequence<int, kMaxTileRows>{});
 
 }  // namespace
 
@@ -122,12 +139,13 @@ void int8_gemm_avxvnni(const PackedInt8View& w, const float* x, const Int8Activa
   quantize_int8_rows_avx2(x, w.in, w.padded_in, rows, a, /*sums=*/nullptr);
   const int64_t num_chunks = w.padded_in / kInt8Chunk;
   const int64_t ldq = w.padded_in;
+  const auto& tiles = w.bits == 4 ? kTiles4 : kTiles8;
   parallel_for(w.num_groups, rows * w.out * w.in >= kInt8ParallelMinMacs, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
       const Int8Group group = int8_group(w, g, num_chunks);
       for_each_row_tile<kMaxTileRows, kInt8Group>(rows, num_chunks, [&](int64_t r, int64_t n, int64_t ch0,
                                                                          int64_t ch1, float* partial) {
-        kTiles[n - 1](a, r, ldq, ch0, ch1, num_chunks, partial, group.records, group.record_bytes, group.blocks,
+        tiles[n - 1](a, r, ldq, ch0, ch1, num_chunks, partial, group.records, group.record_bytes, group.blocks,
                       w.bias + group.col, y + r * w.out + group.col, w.out, w.out - group.col);
       });
     }

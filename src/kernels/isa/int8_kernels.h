@@ -3,8 +3,9 @@
 // Weights: symmetric int8 per output row and 32-column block of k, q = round(w / s) in
 // [-127, 127] with s = max|w| / 127, stored offset by 128 as u8 (q + 128): the unsigned
 // operand of vpdpbusd. 4-bit weights: q in [-7, 7] with s = max|w| / 7, stored as the nibble
-// q + 8, two to a byte; a kernel widens a nibble n to the byte 16 n = 16 q + 128 (a mask, and
-// a shift for the low nibble), the 8-bit kernels' offset operand for the weight 16 q, and the
+// q + 8, two to a byte; the VNNI kernel widens a nibble n to the byte 16 n = 16 q + 128 (a
+// mask, and a shift for the low nibble), the 8-bit kernels' offset operand for the weight 16 q,
+// and the AVX-VNNI and AVX2 kernels sum n q_x and multiply by 16 (the same integer u); the
 // scale is used as s / 16 (exact), so every later step is the 8-bit one. A 4-bit scale is an
 // f16 value (the quantizer rounds it so) and is packed as f16: a fifth of a 4-bit weight's
 // bytes would otherwise be its scale. Activations: int8 per row and 32-column block, q = round(x / t) with

@@ -51,7 +51,7 @@ void to_probs(const float* logits, float* probs, int64_t vocab_size, const Sampl
     w[i] = l;
   }
   // The bias is added in f32, as the engine does.
-  for (const auto [token, bias] : params.logit_bias) w[token] = static_cast<float>(w[token]) + bias;
+  for (const auto& [token, bias] : params.logit_bias) w[token] = static_cast<float>(w[token]) + bias;
   std::fill(probs, probs + vocab_size, 0.0f);
   if (params.temperature <= 0.0f) {
     int64_t best = 0;
