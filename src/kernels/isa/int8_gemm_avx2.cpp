@@ -125,10 +125,7 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
     __m256i dot[kRows][2];
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
-    // Not unrolled: unrolled, the compiler regroups the integer sums over all 8 steps as a
-    // tree and spills the products (3x slower).
-#pragma GCC unroll 1
-    for (int64_t kq = 0; kq < kInt8Chunk / 4; kq += kSteps) {
+    auto steps = [&](int64_t kq) {  // steps [kq, kq + kSteps) of k
       __m256i w[2][kSteps];  // [half][step]
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) load_weights<kBits>(wb, kq, h, w[h]);
@@ -150,6 +147,15 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
             for (int h = 0; h < 2; ++h) dot[r][h] = _mm256_add_epi16(dot[r][h], _mm256_maddubs_epi16(w[h][s], xv));
           }
         }
+    };
+    if constexpr (kBits == 4) {
+      // Not unrolled: unrolled, the compiler regroups the int16 sums of the 8 steps as a tree
+      // and spills the products (a 9-row product 1.3x slower). The 8-bit loop, unrolled, is
+      // 10-20% faster than rolled.
+#pragma GCC unroll 1
+      for (int64_t kq = 0; kq < kInt8Chunk / 4; kq += kSteps) steps(kq);
+    } else {
+      for (int64_t kq = 0; kq < kInt8Chunk / 4; kq += kSteps) steps(kq);
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {

@@ -49,24 +49,28 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
     for (int r = 0; r < kRows; ++r)
       #pragma GCC unroll 4
       for (int v = 0; v < kBlocks * 2; ++v) dot[r][v] = _mm256_setzero_si256();
-    for (int64_t kq = 0; kq < kInt8Chunk / 4; ++kq) {
-      __m256i wv[kBlocks * 2];
-      #pragma GCC unroll 4
-      for (int v = 0; v < kBlocks * 2; ++v) {
-        // 4-bit: one 32-byte load holds steps kq (low nibbles) and kq + 1 (high); read again
-        // from L1 for the second rather than held in a register.
-        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-            wb + (v / 2) * kBlockBytes + kq / int8_steps_per_load(kBits) * 64 + (v % 2) * 32));
-        if constexpr (kBits == 8) wv[v] = raw;
-        else wv[v] = _mm256_and_si256(kq % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), low);
-      }
-      #pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r) {
-        int32_t four;
-        std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + kq * 4, sizeof(four));
-        const __m256i xv = _mm256_set1_epi32(four);
+    constexpr int kSteps = int8_steps_per_load(kBits);
+    for (int64_t kq = 0; kq < kInt8Chunk / 4; kq += kSteps) {
+      #pragma GCC unroll 2
+      for (int step = 0; step < kSteps; ++step) {
+        __m256i wv[kBlocks * 2];
         #pragma GCC unroll 4
-        for (int v = 0; v < kBlocks * 2; ++v) dot[r][v] = _mm256_dpbusd_avx_epi32(dot[r][v], wv[v], xv);
+        for (int v = 0; v < kBlocks * 2; ++v) {
+          // 4-bit: one 32-byte load holds steps kq (low nibbles) and kq + 1 (high); read again
+          // from L1 for the second rather than held in a register.
+          const __m256i raw = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(wb + (v / 2) * kBlockBytes + kq / kSteps * 64 + (v % 2) * 32));
+          if constexpr (kBits == 8) wv[v] = raw;
+          else wv[v] = _mm256_and_si256(step == 0 ? raw : _mm256_srli_epi16(raw, 4), low);
+        }
+        #pragma GCC unroll 8
+        for (int r = 0; r < kRows; ++r) {
+          int32_t four;
+          std::memcpy(&four, q + r * ldq + ch * kInt8Chunk + (kq + step) * 4, sizeof(four));
+          const __m256i xv = _mm256_set1_epi32(four);
+          #pragma GCC unroll 4
+          for (int v = 0; v < kBlocks * 2; ++v) dot[r][v] = _mm256_dpbusd_avx_epi32(dot[r][v], wv[v], xv);
+        }
       }
     }
     #pragma GCC unroll 4
