@@ -22,7 +22,7 @@ namespace {
 // kMaxRows4 rows (their f32 sums, touched once a chunk, may live in memory).
 constexpr int kMaxRows = 2;
 constexpr int kMaxRows4 = 3;
-// Unlike the other kernels, each 2-row tile runs over all of k on its own (no row spans,
+// Unlike the other kernels, each tile runs over all of k on its own (no row spans,
 // kernels/isa/row_spans.h): at 9 rows this kernel is bound by its multiply-adds, not by the
 // weight stream, and taking turns over spans measured 5-10% slower (kernels_bench, int8, M =
 // 9 and 64, Zen 4 forced to avx2).
