@@ -184,7 +184,10 @@ TEST(ServerChatTemplate, StreamedToolCallsAgreeWithTheWholeResponse) {
     }
   }
   EXPECT_EQ(headers, 1);
-  EXPECT_GT(argument_chunks, 1);  // sent as the model wrote them, not at the end
+  // How many tokens a chunk carries depends on how fast this client reads (a fast machine
+  // can finish the reply between two reads); that arguments go out as they are written is
+  // ToolCallStream.ArgumentsArriveAsTheyAreWritten's to show.
+  EXPECT_GE(argument_chunks, 1);
   EXPECT_EQ(json::parse(arguments), whole_arguments) << arguments;
 
   // With logprobs: every token's entry once, on the chunks of the call.
