@@ -14,6 +14,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/isa/int8_kernels.h"
+#include "kernels/isa/int8_ymm.h"
 
 namespace dspark::kernels {
 namespace {
@@ -85,19 +86,9 @@ inline void load_weights(const uint8_t* block, int64_t kq, int h, __m256i* w) {
   if constexpr (kBits == 8) {
     w[0] = _mm256_xor_si256(raw, _mm256_set1_epi8(static_cast<char>(0x80)));  // (q + 128) ^ 0x80 = q
   } else {
-    const __m256i low = _mm256_set1_epi8(0x0F);
-    w[0] = _mm256_and_si256(raw, low);
-    w[1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+    w[0] = int4_ymm_nibbles(raw, false);
+    w[1] = int4_ymm_nibbles(raw, true);
   }
-}
-
-// Half h of one block's 16 scales as the epilogue multiplies by them: f32, or for 4-bit
-// weights f16 divided by 16 (exact; int8_kernels.h).
-template <int kBits>
-inline __m256 load_scales(const uint8_t* scales, int h) {
-  if constexpr (kBits == 8) return _mm256_loadu_ps(reinterpret_cast<const float*>(scales) + h * 8);
-  const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales) + h));
-  return _mm256_mul_ps(s, _mm256_set1_ps(1.0f / 16.0f));
 }
 
 // kRows rows x one 16-output block (two 8-lane halves) at block b of a group.
@@ -159,7 +150,7 @@ void tile(const Int8Activations& a, const int32_t* sums, int64_t row0, int64_t l
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const __m256 s = load_scales<kBits>(sw, h);
+      const __m256 s = int8_ymm_scales<kBits>(sw, h);
 #pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) {
         // u: exactly what vpdpbusd sums for the offset weights; 8-bit, Σ q_w q_x + 128 Σ q_x;

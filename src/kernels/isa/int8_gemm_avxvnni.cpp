@@ -13,6 +13,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/isa/int8_kernels.h"
+#include "kernels/isa/int8_ymm.h"
 #include "kernels/isa/row_spans.h"
 
 namespace dspark::kernels {
@@ -35,7 +36,6 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
   if (ch0 == 0)
     for (int r = 0; r < kRows; ++r)
       std::memset(block_sums + r * kInt8Group, 0, kBlocks * kInt8Block * sizeof(float));
-  const __m256i low = _mm256_set1_epi8(0x0F);
   for (int64_t ch = ch0; ch < ch1; ++ch) {
     const uint8_t* rec = records + ch * record_bytes;
     // As in the VNNI kernel: the weights stream once per call, so ask ahead.
@@ -61,7 +61,7 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
           const __m256i raw = _mm256_loadu_si256(
               reinterpret_cast<const __m256i*>(wb + (v / 2) * kBlockBytes + kq / kSteps * 64 + (v % 2) * 32));
           if constexpr (kBits == 8) wv[v] = raw;
-          else wv[v] = _mm256_and_si256(step == 0 ? raw : _mm256_srli_epi16(raw, 4), low);
+          else wv[v] = int4_ymm_nibbles(raw, step == 1);
         }
         #pragma GCC unroll 8
         for (int r = 0; r < kRows; ++r) {
@@ -75,13 +75,7 @@ void blocks_pass(const Int8Activations& a, int64_t row0, int64_t ldq, int64_t ch
     }
     #pragma GCC unroll 4
     for (int v = 0; v < kBlocks * 2; ++v) {
-      __m256 s;
-      if constexpr (kBits == 8) {
-        s = _mm256_loadu_ps(reinterpret_cast<const float*>(sw) + v * 8);
-      } else {
-        s = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sw) + v)),
-                          _mm256_set1_ps(1.0f / 16.0f));
-      }
+      const __m256 s = int8_ymm_scales<kBits>(sw, v);
       #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         float* acc = block_sums + r * kInt8Group + v * 8;
