@@ -48,6 +48,10 @@ struct DomainStats {
   // Where the speculative runs' step time went (ScheduleMetrics): target forwards, the
   // drafter's propose() and its context upkeep (observe / catch_up).
   double forward_s = 0, draft_s = 0, context_s = 0;
+  int64_t spec_steps = 0;
+  // The plain runs' target forwards and engine steps, beside them.
+  double plain_forward_s = 0;
+  int64_t plain_steps = 0;
   std::vector<double> stage_s;  // draft_s by the proposer's stages (Proposer::stage_seconds)
   SpecDecodeMetrics metrics;
 
@@ -202,9 +206,13 @@ void run_eval(EvalArgs& args) {
       d.forward_s += after.forward_seconds - before.forward_seconds;
       d.draft_s += after.draft_seconds - before.draft_seconds;
       d.context_s += after.context_seconds - before.context_seconds;
+      d.spec_steps += after.steps - before.steps;
       d.metrics.merge(s.spec_metrics);
       if (!args.no_baseline && speculative) {
+        const ScheduleMetrics plain_before = plain.schedule_metrics();
         const GenerationResult b = generate_one(plain, ids, args.gen);
+        d.plain_forward_s += plain.schedule_metrics().forward_seconds - plain_before.forward_seconds;
+        d.plain_steps += plain.schedule_metrics().steps - plain_before.steps;
         add_run(b, d.plain_tokens, d.plain_decode_s, d.plain_total_s);
         if (reproducible && b.tokens != s.tokens) ++d.mismatches;
       }
@@ -237,7 +245,9 @@ void run_eval(EvalArgs& args) {
                 {"speedup", speedup}, {"greedy_mismatches", d.mismatches},
                 {"spec_total_s", d.spec_total_s}, {"plain_total_s", d.plain_total_s},
                 {"target_forward_s", d.forward_s}, {"drafter_propose_s", d.draft_s},
-                {"drafter_context_s", d.context_s}, {"drafter_stage_s", stage_json(stages, d.stage_s)}});
+                {"drafter_context_s", d.context_s}, {"drafter_stage_s", stage_json(stages, d.stage_s)},
+                {"spec_steps", d.spec_steps}, {"plain_target_forward_s", d.plain_forward_s},
+                {"plain_steps", d.plain_steps}});
     json.push_back(std::move(row));
   }
   std::printf("%-14s %7s %6.3f\n", "all", "", all.mean_acceptance_length());
@@ -298,6 +308,9 @@ void run_eval(EvalArgs& args) {
                                                     {"max_tokens", args.gen.max_tokens},
                                                     {"step_time_ratio", spec.schedule_metrics().step_time_ratio},
                                                     {"grammar_cut_drafts", spec.schedule_metrics().grammar_cut_drafts},
+                                                    // [L]: request-rounds that verified L drafts
+                                                    {"verified_length_counts",
+                                                     spec.schedule_metrics().verified_length_counts},
                                                     {"domains", json},
                                                     {"pooled_datasets", json_sets}}
                                          .dump(2);

@@ -15,7 +15,11 @@
 //                    been reached often enough to be measured).
 //
 // Both decisions read the same survival estimates: a budget that drafted positions the
-// admission then never verified would pay for the drafter and never measure it. Both weigh
+// admission then never verified would pay for the drafter and never measure it. With a
+// confidence head the admission reads each round's a_{r,i}, so the budget reads their
+// recent mean per position: a position whose confidence keeps the admission from
+// verifying it is never measured, and counted as certain it would keep a drafter that
+// costs more than the drafts it gets verified drafting every step. Both weigh
 // the drafter's live time against the profile's step times, in the profile's units
 // (spec/step_time_ratio.h): the target's steps are timed as they run, too.
 #pragma once
@@ -33,6 +37,16 @@
 
 namespace dspark {
 
+// Drafts per request worth making this step, by how the request samples. A block drafter's
+// later positions cost little for a greedy request (a row of the greedy vocabulary's head
+// and its argmax) and more for a sampled one (the whole vocabulary's row, its transform and
+// a draw: about 3 against 25 µs a position for the shipped DSpark drafter on Zen 5), so
+// greedy requests draft every position that could pay, sampled ones the mean plan's.
+struct DraftPlan {
+  int32_t greedy = 0;
+  int32_t sampled = 0;
+};
+
 class DraftBudget {
  public:
   DraftBudget(int32_t num_speculative_tokens, int64_t max_running, std::shared_ptr<const StepCostTable> cost,
@@ -40,7 +54,7 @@ class DraftBudget {
 
   // Drafts per request worth making this step, with num_decoding requests decoding.
   // measured: the engine's acceptance counts so far.
-  int32_t drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured);
+  DraftPlan drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured);
   // The drafter's wall time for one propose() over num_drafting requests, the longest of
   // which asked for max_drafts.
   void record_drafting(int64_t num_drafting, int32_t max_drafts, double seconds);
@@ -70,6 +84,8 @@ class DraftBudget {
   // Survival factor of a draft position for proposers without confidences: the measured
   // pass rate once the position has enough observations, 1 before.
   static double acceptance_estimate(size_t position, const SpecDecodeMetrics& measured);
+  // Adds one drafted round's a_1..a_n (the admission's survival from confidences).
+  void record_predicted(std::span<const double> survival);
 
   std::shared_ptr<const StepCostTable> cost_;
   PrefixScheduler prefix_scheduler_;
@@ -78,6 +94,8 @@ class DraftBudget {
   StepTimeRatio step_time_ratio_;
   int64_t steps_without_drafting_ = 0;  // steps the drafter's cost alone kept it idle
   std::vector<double> expected_survival_;          // [K] the budget's estimate
+  std::vector<double> predicted_survival_;         // [K] mean a_i of recent rounds with confidences
+  std::vector<int64_t> predicted_rounds_;          // [K] rounds in that mean (capped: a moving mean)
   std::vector<std::vector<double>> survival_;      // [max_running][K] a_{r,i}
   std::vector<std::span<const double>> views_;     // [max_running]
   std::vector<int32_t> chosen_;                    // [max_running] the prefix scheduler's lengths
