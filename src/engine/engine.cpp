@@ -221,15 +221,14 @@ void Engine::propose_drafts() {
   if (!proposer_) return;
   draft_requests_.clear();
   draft_owners_.clear();
-  DraftPlan plan{proposer_->num_speculative_tokens(), proposer_->num_speculative_tokens()};
+  int32_t budget = proposer_->num_speculative_tokens();
   if (draft_budget_) {
     int64_t decoding = 0;
     for (const auto& r : scheduler_.running()) decoding += r->is_decoding() ? 1 : 0;
-    plan = draft_budget_->drafts_to_make(decoding, spec_metrics_);
+    budget = draft_budget_->drafts_to_make(decoding, spec_metrics_);
   }
   for (const auto& r : scheduler_.running()) {
     if (!r->is_decoding()) continue;
-    const int32_t budget = r->options.sampling.greedy() ? plan.greedy : plan.sampled;
     // Never draft past what could be committed: max_tokens and the context both bound it.
     const int64_t room_tokens = r->options.max_tokens - r->num_output_tokens() - 1;
     const int64_t room_context = model_.max_model_len() - static_cast<int64_t>(r->tokens.size()) - 1;

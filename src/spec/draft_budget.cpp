@@ -12,8 +12,8 @@ DraftBudget::DraftBudget(int32_t num_speculative_tokens, int64_t max_running, st
       shape_(shape),
       drafter_cost_(max_running),
       expected_survival_(num_speculative_tokens, 0.0),
-      predicted_survival_(num_speculative_tokens, 0.0),
-      predicted_rounds_(num_speculative_tokens, 0),
+      recent_(kRecentRounds * num_speculative_tokens, 0.0),
+      recent_drafts_(kRecentRounds, 0),
       survival_(max_running, std::vector<double>(num_speculative_tokens)) {
   DSPARK_CHECK(cost_ != nullptr, "the adaptive speculation schedule needs a step-cost profile (SPS table)");
   views_.reserve(max_running);
@@ -30,17 +30,12 @@ double DraftBudget::acceptance_estimate(size_t position, const SpecDecodeMetrics
   return enough ? measured.position_pass_rate(static_cast<int32_t>(position)) : 1.0;
 }
 
-DraftPlan DraftBudget::drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured) {
+int32_t DraftBudget::drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured) {
   const int32_t k = static_cast<int32_t>(expected_survival_.size());
   const DrafterTime drafter = drafter_time(num_decoding);
-  // Where the drafter's confidences decide what is verified, their recent mean is what
-  // drafting is worth; elsewhere (no head, or positions it has not drafted yet) the
-  // measured pass rates, optimistic where unmeasured, as the admission prices them.
-  constexpr int64_t kMinPredictedRounds = 8;
   double a = 1.0;
   for (size_t i = 0; i < expected_survival_.size(); ++i) {
-    if (predicted_rounds_[i] >= kMinPredictedRounds) a = std::min(a, predicted_survival_[i]);
-    else a *= acceptance_estimate(i, measured);
+    a *= acceptance_estimate(i, measured);
     expected_survival_[i] = a;
   }
   // What would pay with a free drafter decides whether to measure the drafter again: bound
@@ -48,40 +43,63 @@ DraftPlan DraftBudget::drafts_to_make(int64_t num_decoding, const SpecDecodeMetr
   // would never be measured again, and the drafter would stay off for good.
   const int32_t free_bound = PrefixScheduler::max_useful_drafts(num_decoding, k, *cost_);
   const int32_t useful = PrefixScheduler::expected_useful_drafts(num_decoding, free_bound, expected_survival_, *cost_);
-  const int32_t bound = PrefixScheduler::max_useful_drafts(num_decoding, k, *cost_, drafter);
-  const int32_t planned =
-      PrefixScheduler::expected_useful_drafts(num_decoding, bound, expected_survival_, *cost_, drafter);
-  DraftPlan plan{planned, planned};
-  // With confidences each round's own decide how many of its drafts are verified, and a
-  // mean plan undervalues the later drafts that confident rounds verify: the mean decides
-  // whether drafting pays, then a block drafter drafts all that could pay for greedy
-  // requests (DraftPlan), and every request at least one past the plan: the first draft the
-  // admission cuts is what the online calibration learns from (spec/confidence_calibrator.h),
-  // and so is the mean here, so a position never drafted would never come back.
-  const bool predicted = predicted_rounds_[0] >= kMinPredictedRounds;
-  const bool block = shape_ == DrafterCostShape::kPerStep;
-  if (predicted && planned > 0) {
-    const int32_t first_cut = std::min(bound, planned + 1);
-    plan = {block ? bound : first_cut, first_cut};
-  }
+  int32_t budget = PrefixScheduler::max_useful_drafts(num_decoding, k, *cost_, drafter);
+  // Where confidences decide what is verified, the recent rounds say what drafting is worth.
+  const bool replayed = num_recent_ >= kMinRecentRounds;
+  budget = replayed ? replayed_plan(num_decoding, budget, drafter)
+                    : PrefixScheduler::expected_useful_drafts(num_decoding, budget, expected_survival_, *cost_, drafter);
   constexpr int64_t kRemeasureEvery = 64;
-  if (planned == 0 && useful > 0 && ++steps_without_drafting_ >= kRemeasureEvery) {
-    const int32_t n = predicted && block ? free_bound : useful;
-    plan = {n, n};
-  }
-  if (plan.greedy > 0) steps_without_drafting_ = 0;
-  return plan;
+  if (budget == 0 && useful > 0 && ++steps_without_drafting_ >= kRemeasureEvery) budget = replayed ? free_bound : useful;
+  if (budget > 0) steps_without_drafting_ = 0;
+  return budget;
 }
 
-void DraftBudget::record_predicted(std::span<const double> survival) {
-  // A mean of every round until kWindow of them, then a moving mean of about the last
-  // kWindow: the drafter's confidence moves with the text (and its online correction).
-  constexpr int64_t kWindow = 64;
-  for (size_t i = 0; i < survival.size() && i < predicted_survival_.size(); ++i) {
-    int64_t& n = predicted_rounds_[i];
-    n = std::min(n + 1, kWindow);
-    predicted_survival_[i] += (survival[i] - predicted_survival_[i]) / static_cast<double>(n);
+void DraftBudget::record_round(std::span<const double> survival) {
+  const size_t k = expected_survival_.size();
+  const auto slot = static_cast<size_t>(num_recent_ % kRecentRounds);
+  const size_t n = std::min(survival.size(), k);
+  std::copy_n(survival.begin(), n, recent_.begin() + static_cast<std::ptrdiff_t>(slot * k));
+  recent_drafts_[slot] = static_cast<int32_t>(n);
+  ++num_recent_;
+}
+
+int32_t DraftBudget::replayed_plan(int64_t num_decoding, int32_t bound, const DrafterTime& drafter) {
+  // Tokens and seconds the admission would spend on each kept round with drafts capped at
+  // n, summed: a rate that counts each round's own confidence, not their mean. A block
+  // drafter's time is the same for any n, so its one replay is at the bound, and it drafts
+  // as deep as any round verified, plus the first draft past that: the first draft the
+  // admission cuts is what online calibration learns from (spec/confidence_calibrator.h),
+  // and what these rounds would show, so a position never drafted would never come back.
+  if (num_decoding <= 0 || bound <= 0) return 0;
+  const size_t k = expected_survival_.size();
+  const size_t rounds = static_cast<size_t>(std::min<int64_t>(num_recent_, kRecentRounds));
+  const bool block = shape_ == DrafterCostShape::kPerStep;
+  const double plain = static_cast<double>(num_decoding) * cost_->sps(num_decoding);
+  double best_rate = plain;
+  int32_t best = 0;
+  for (int32_t n = block ? bound : 1; n <= bound; ++n) {
+    double tau = 0.0, seconds = 0.0;
+    int32_t deepest = 0;
+    for (size_t q = 0; q < rounds; ++q) {
+      const std::span<const double> round(recent_.data() + q * k, std::min(recent_drafts_[q], n));
+      views_.assign(static_cast<size_t>(num_decoding), round);
+      chosen_.assign(views_.size(), 0);
+      const double accepted = prefix_scheduler_.choose(views_, *cost_, chosen_, drafter.at(n));
+      int64_t batch = num_decoding;
+      for (const int32_t length : chosen_) {
+        batch += length;
+        deepest = std::max(deepest, length);
+      }
+      tau += static_cast<double>(num_decoding) + accepted;
+      seconds += 1.0 / cost_->sps(batch) + drafter.at(n);
+    }
+    const double rate = tau / seconds;
+    if (rate >= best_rate && deepest > 0) {
+      best_rate = rate;
+      best = block ? std::min(bound, deepest + 1) : n;
+    }
   }
+  return best;
 }
 
 void DraftBudget::record_drafting(int64_t num_drafting, int32_t max_drafts, double seconds) {
@@ -116,7 +134,7 @@ double DraftBudget::choose_lengths(std::span<const Candidate> candidates, int64_
       a[i] = s;
     }
     views_.emplace_back(a.data(), c.num_drafts);
-    if (c.confidence) record_predicted(views_.back());
+    if (c.confidence) record_round(views_.back());
   }
   // Requests without drafts still verify their anchor: they count in R with no candidates.
   for (int64_t i = static_cast<int64_t>(candidates.size()); i < num_decoding; ++i) views_.emplace_back();

@@ -16,10 +16,11 @@
 //
 // Both decisions read the same survival estimates: a budget that drafted positions the
 // admission then never verified would pay for the drafter and never measure it. With a
-// confidence head the admission reads each round's a_{r,i}, so the budget reads their
-// recent mean per position: a position whose confidence keeps the admission from
-// verifying it is never measured, and counted as certain it would keep a drafter that
-// costs more than the drafts it gets verified drafting every step. Both weigh
+// confidence head the admission reads each round's own a_{r,i}, so the budget replays the
+// admission on the recent rounds' a_{r,i}: a position whose confidence keeps it from being
+// verified is never measured, and counted as certain it would keep a drafter that costs
+// more than the drafts it gets verified drafting every step; counted at its mean it would
+// undervalue the later drafts that confident rounds do verify. Both weigh
 // the drafter's live time against the profile's step times, in the profile's units
 // (spec/step_time_ratio.h): the target's steps are timed as they run, too.
 #pragma once
@@ -37,16 +38,6 @@
 
 namespace dspark {
 
-// Drafts per request worth making this step, by how the request samples. A block drafter's
-// later positions cost little for a greedy request (a row of the greedy vocabulary's head
-// and its argmax) and more for a sampled one (the whole vocabulary's row, its transform and
-// a draw: about 3 against 25 µs a position for the shipped DSpark drafter on Zen 5), so
-// greedy requests draft every position that could pay, sampled ones the mean plan's.
-struct DraftPlan {
-  int32_t greedy = 0;
-  int32_t sampled = 0;
-};
-
 class DraftBudget {
  public:
   DraftBudget(int32_t num_speculative_tokens, int64_t max_running, std::shared_ptr<const StepCostTable> cost,
@@ -54,7 +45,7 @@ class DraftBudget {
 
   // Drafts per request worth making this step, with num_decoding requests decoding.
   // measured: the engine's acceptance counts so far.
-  DraftPlan drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured);
+  int32_t drafts_to_make(int64_t num_decoding, const SpecDecodeMetrics& measured);
   // The drafter's wall time for one propose() over num_drafting requests, the longest of
   // which asked for max_drafts.
   void record_drafting(int64_t num_drafting, int32_t max_drafts, double seconds);
@@ -84,8 +75,14 @@ class DraftBudget {
   // Survival factor of a draft position for proposers without confidences: the measured
   // pass rate once the position has enough observations, 1 before.
   static double acceptance_estimate(size_t position, const SpecDecodeMetrics& measured);
-  // Adds one drafted round's a_1..a_n (the admission's survival from confidences).
-  void record_predicted(std::span<const double> survival);
+  // Keeps one drafted round's a_1..a_n (the admission's survival from confidences).
+  void record_round(std::span<const double> survival);
+  // Drafts per request worth making over the recent rounds: the admission replayed on
+  // them, each as num_decoding requests alike; 0 when that loses to plain decoding.
+  int32_t replayed_plan(int64_t num_decoding, int32_t bound, const DrafterTime& drafter);
+
+  static constexpr int64_t kRecentRounds = 32;    // drafted rounds the replay keeps
+  static constexpr int64_t kMinRecentRounds = 8;  // before these, the measured pass rates
 
   std::shared_ptr<const StepCostTable> cost_;
   PrefixScheduler prefix_scheduler_;
@@ -94,8 +91,9 @@ class DraftBudget {
   StepTimeRatio step_time_ratio_;
   int64_t steps_without_drafting_ = 0;  // steps the drafter's cost alone kept it idle
   std::vector<double> expected_survival_;          // [K] the budget's estimate
-  std::vector<double> predicted_survival_;         // [K] mean a_i of recent rounds with confidences
-  std::vector<int64_t> predicted_rounds_;          // [K] rounds in that mean (capped: a moving mean)
+  std::vector<double> recent_;                     // [kRecentRounds][K] a_i of recent rounds (a ring)
+  std::vector<int32_t> recent_drafts_;             // [kRecentRounds] their drafts
+  int64_t num_recent_ = 0;                         // rounds kept so far (all time)
   std::vector<std::vector<double>> survival_;      // [max_running][K] a_{r,i}
   std::vector<std::span<const double>> views_;     // [max_running]
   std::vector<int32_t> chosen_;                    // [max_running] the prefix scheduler's lengths

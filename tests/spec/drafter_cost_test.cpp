@@ -67,14 +67,14 @@ std::shared_ptr<const StepCostTable> one_ms_then_flat() {
 TEST(DraftBudget, ASlowDrafterMeasurementIsMeasuredAgain) {
   DraftBudget budget(8, 1, one_ms_then_flat(), DrafterCostShape::kPerDraft);
   const SpecDecodeMetrics measured(8);  // nothing measured: every draft expected accepted
-  EXPECT_GT(budget.drafts_to_make(1, measured).greedy, 0);  // the drafter has not been measured: free
+  EXPECT_GT(budget.drafts_to_make(1, measured), 0);  // the drafter has not been measured: free
   budget.record_drafting(1, 1, 1.0);                 // first call: set-up, not counted
   budget.record_drafting(1, 1, 0.010);               // 10 ms per draft: nothing could pay for that
-  for (int step = 1; step < 64; ++step) EXPECT_EQ(budget.drafts_to_make(1, measured).greedy, 0) << "step " << step;
-  EXPECT_GT(budget.drafts_to_make(1, measured).greedy, 0);  // measured again
-  EXPECT_EQ(budget.drafts_to_make(1, measured).greedy, 0);  // (its time is still the slow one)
+  for (int step = 1; step < 64; ++step) EXPECT_EQ(budget.drafts_to_make(1, measured), 0) << "step " << step;
+  EXPECT_GT(budget.drafts_to_make(1, measured), 0);  // measured again
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 0);  // (its time is still the slow one)
   for (int i = 0; i < 200; ++i) budget.record_drafting(1, 1, 0.0001);
-  EXPECT_EQ(budget.drafts_to_make(1, measured).greedy, 8);  // 0.1 ms per draft: all eight pay
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 8);  // 0.1 ms per draft: all eight pay
 }
 
 // The step-cost profile and the drafter's time meet in one unit: when the target's steps
@@ -87,16 +87,16 @@ TEST(DraftBudget, WeighsTheDrafterAgainstTheTargetsMeasuredSteps) {
   budget.record_drafting(1, 8, 1.0);    // first call: set-up, not counted
   budget.record_drafting(1, 8, 0.008);  // 1 ms per draft: 9 tokens in 9.25 ms lose to 1 in 1 ms
   EXPECT_EQ(budget.step_time_ratio(), 1.0);
-  EXPECT_EQ(budget.drafts_to_make(1, measured).greedy, 0);
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 0);
   budget.record_target_step(9, 1.0);  // the first step (set-up) is not counted
   EXPECT_EQ(budget.step_time_ratio(), 1.0);
   for (int i = 0; i < 20; ++i) budget.record_target_step(9, 0.005);  // 5 ms, the profile says 1.25
   EXPECT_NEAR(budget.step_time_ratio(), 4.0, 1e-9);
   EXPECT_NEAR(budget.drafter_time(1).at(8), 0.002, 1e-12);  // 8 ms live, 2 ms in the profile's time
-  EXPECT_EQ(budget.drafts_to_make(1, measured).greedy, 8);  // 9 tokens in 3.25 ms beat 1 in 1 ms
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 8);  // 9 tokens in 3.25 ms beat 1 in 1 ms
   for (int i = 0; i < 200; ++i) budget.record_target_step(1, 0.001);  // back at the profile's speed
   EXPECT_NEAR(budget.step_time_ratio(), 1.0, 1e-3);
-  EXPECT_EQ(budget.drafts_to_make(1, measured).greedy, 0);
+  EXPECT_EQ(budget.drafts_to_make(1, measured), 0);
 }
 
 TEST(StepTimeRatio, AveragesTheLogRatioAndBoundsOneStep) {
@@ -134,7 +134,8 @@ std::shared_ptr<const StepCostTable> one_ms_plus_a_quarter() {
 // A block drafter with a confidence head whose rounds the admission cuts after two drafts
 // (confidences 0.9, 0.5, then 0.1: survival 0.9, 0.45, 0.045, ...). Positions 3 and on are
 // then never verified, so never measured: priced as certain they would make drafting look
-// worth 9 tokens a step. The confidences' mean is what the rounds verify.
+// worth 9 tokens a step. The admission replayed on the rounds' own confidences is what
+// drafting is worth.
 TEST(DraftBudget, AHeadsConfidencesDecideWhetherABlockDrafterPays) {
   static const std::vector<float> confidence = {0.9f, 0.5f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f};
   const SpecDecodeMetrics measured(8);  // nothing verified beyond what the rounds verify
@@ -148,26 +149,27 @@ TEST(DraftBudget, AHeadsConfidencesDecideWhetherABlockDrafterPays) {
   DraftBudget slow(8, 1, one_ms_plus_a_quarter(), DrafterCostShape::kPerStep);
   slow.record_drafting(1, 8, 1.0);  // first call: set-up, not counted
   slow.record_drafting(1, 8, 0.001);
-  EXPECT_EQ(slow.drafts_to_make(1, measured).greedy, 8);  // before any round: every draft certain
-  EXPECT_EQ(run_rounds(slow), 2);                         // the admission verifies two
-  for (int step = 1; step < 64; ++step) {
-    const DraftPlan plan = slow.drafts_to_make(1, measured);
-    EXPECT_EQ(plan.greedy, 0) << "step " << step;
-    EXPECT_EQ(plan.sampled, 0) << "step " << step;
-  }
-  EXPECT_EQ(slow.drafts_to_make(1, measured).greedy, 8);  // measured again, every position
+  EXPECT_EQ(slow.drafts_to_make(1, measured), 8);  // before any round: every draft certain
+  EXPECT_EQ(run_rounds(slow), 2);                  // the admission verifies two
+  for (int step = 1; step < 64; ++step) EXPECT_EQ(slow.drafts_to_make(1, measured), 0) << "step " << step;
+  EXPECT_EQ(slow.drafts_to_make(1, measured), 8);  // measured again, every position
 
-  // 0.01 ms a round: two drafts pay (2.35 tokens in 1.51 ms). Greedy requests get every
-  // draft that could pay, for the rounds confident enough to verify them; sampled ones,
-  // whose later drafts cost more to make, the plan and the first draft it leaves out.
+  // 0.01 ms a round: two drafts pay (2.35 tokens in 1.51 ms), and the third is drafted as
+  // the first the admission cuts, which calibration learns from.
   DraftBudget fast(8, 1, one_ms_plus_a_quarter(), DrafterCostShape::kPerStep);
   fast.record_drafting(1, 8, 1.0);
   fast.record_drafting(1, 8, 0.00001);
   run_rounds(fast);
-  const DraftPlan plan = fast.drafts_to_make(1, measured);
-  EXPECT_EQ(plan.greedy, 8);
-  EXPECT_EQ(plan.sampled, 3);
+  EXPECT_EQ(fast.drafts_to_make(1, measured), 3);
+  // Confident rounds (0.9 at every position) verify six drafts: three of them among the
+  // eleven kept make the plan reach one past those six, where a mean of the rounds'
+  // survival would not (at position 6, 3/11 · 0.53: not worth a token).
+  static const std::vector<float> sure = {0.9f, 0.9f, 0.9f, 0.9f, 0.9f, 0.9f, 0.9f, 0.9f};
+  const DraftBudget::Candidate confident{8, sure.data()};
+  int32_t length = 0;
+  for (int round = 0; round < 3; ++round) fast.choose_lengths({&confident, 1}, 1, measured, {&length, 1});
+  EXPECT_EQ(length, 6);
+  EXPECT_EQ(fast.drafts_to_make(1, measured), 7);
 }
-
 }  // namespace
 }  // namespace dspark
