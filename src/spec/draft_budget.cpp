@@ -14,6 +14,8 @@ DraftBudget::DraftBudget(int32_t num_speculative_tokens, int64_t max_running, st
       expected_survival_(num_speculative_tokens, 0.0),
       recent_(kRecentRounds * num_speculative_tokens, 0.0),
       recent_drafts_(kRecentRounds, 0),
+      replay_tau_(num_speculative_tokens + 1, 0.0),
+      replay_seconds_(num_speculative_tokens + 1, 0.0),
       survival_(max_running, std::vector<double>(num_speculative_tokens)) {
   DSPARK_CHECK(cost_ != nullptr, "the adaptive speculation schedule needs a step-cost profile (SPS table)");
   views_.reserve(max_running);
@@ -64,42 +66,40 @@ void DraftBudget::record_round(std::span<const double> survival) {
 }
 
 int32_t DraftBudget::replayed_plan(int64_t num_decoding, int32_t bound, const DrafterTime& drafter) {
-  // Tokens and seconds the admission would spend on each kept round with drafts capped at
-  // n, summed: a rate that counts each round's own confidence, not their mean. A block
-  // drafter's time is the same for any n, so its one replay is at the bound, and it drafts
-  // as deep as any round verified, plus the first draft past that: the first draft the
-  // admission cuts is what online calibration learns from (spec/confidence_calibrator.h),
-  // and what these rounds would show, so a position never drafted would never come back.
+  // The admission on each kept round (as num_decoding requests alike), with every draft
+  // that could pay; a cap of n drafts then keeps each request's first min(L, n) of the L it
+  // took (the admission takes a request's drafts in order). Tokens and seconds summed over
+  // the rounds give each cap's rate: each round counts with its own confidence, not their
+  // mean. The plan is the smallest cap within 1% of the best rate (a later draft that adds
+  // less costs a sampled request about as much to make: 25 µs of a 1-2 ms round), plus the
+  // first draft past it: the first draft the admission cuts is what online calibration
+  // learns from (spec/confidence_calibrator.h), and what these rounds would show, so a
+  // position never drafted would never come back.
   if (num_decoding <= 0 || bound <= 0) return 0;
   const size_t k = expected_survival_.size();
   const size_t rounds = static_cast<size_t>(std::min<int64_t>(num_recent_, kRecentRounds));
-  const bool block = shape_ == DrafterCostShape::kPerStep;
-  const double plain = static_cast<double>(num_decoding) * cost_->sps(num_decoding);
-  double best_rate = plain;
-  int32_t best = 0;
-  for (int32_t n = block ? bound : 1; n <= bound; ++n) {
-    double tau = 0.0, seconds = 0.0;
-    int32_t deepest = 0;
-    for (size_t q = 0; q < rounds; ++q) {
-      const std::span<const double> round(recent_.data() + q * k, std::min(recent_drafts_[q], n));
-      views_.assign(static_cast<size_t>(num_decoding), round);
-      chosen_.assign(views_.size(), 0);
-      const double accepted = prefix_scheduler_.choose(views_, *cost_, chosen_, drafter.at(n));
-      int64_t batch = num_decoding;
-      for (const int32_t length : chosen_) {
-        batch += length;
-        deepest = std::max(deepest, length);
-      }
-      tau += static_cast<double>(num_decoding) + accepted;
-      seconds += 1.0 / cost_->sps(batch) + drafter.at(n);
-    }
-    const double rate = tau / seconds;
-    if (rate >= best_rate && deepest > 0) {
-      best_rate = rate;
-      best = block ? std::min(bound, deepest + 1) : n;
+  const auto r = static_cast<double>(num_decoding);
+  std::fill(replay_tau_.begin(), replay_tau_.end(), 0.0);
+  std::fill(replay_seconds_.begin(), replay_seconds_.end(), 0.0);
+  for (size_t q = 0; q < rounds; ++q) {
+    const double* a = recent_.data() + q * k;
+    views_.assign(static_cast<size_t>(num_decoding), std::span<const double>(a, std::min(recent_drafts_[q], bound)));
+    chosen_.assign(views_.size(), 0);
+    prefix_scheduler_.choose(views_, *cost_, chosen_, drafter.at(bound));
+    const int32_t length = chosen_[0];  // the copies are alike
+    double tau = r;
+    for (int32_t n = 0; n <= bound; ++n) {
+      if (n > 0 && n <= length) tau += r * a[n - 1];
+      replay_tau_[n] += tau;
+      replay_seconds_[n] += 1.0 / cost_->sps(num_decoding * (1 + std::min(n, length))) + drafter.at(n);
     }
   }
-  return best;
+  double best_rate = 0.0;
+  for (int32_t n = 1; n <= bound; ++n) best_rate = std::max(best_rate, replay_tau_[n] / replay_seconds_[n]);
+  if (best_rate < r * cost_->sps(num_decoding)) return 0;  // plain decoding does better
+  int32_t n = 1;
+  while (replay_tau_[n] / replay_seconds_[n] < 0.99 * best_rate) ++n;
+  return std::min(bound, n + 1);
 }
 
 void DraftBudget::record_drafting(int64_t num_drafting, int32_t max_drafts, double seconds) {
