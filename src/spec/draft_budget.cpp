@@ -16,6 +16,7 @@ DraftBudget::DraftBudget(int32_t num_speculative_tokens, int64_t max_running, st
       recent_drafts_(kRecentRounds, 0),
       replay_tau_(num_speculative_tokens + 1, 0.0),
       replay_seconds_(num_speculative_tokens + 1, 0.0),
+      replay_prefix_(num_speculative_tokens + 1, 0.0),
       survival_(max_running, std::vector<double>(num_speculative_tokens)) {
   DSPARK_CHECK(cost_ != nullptr, "the adaptive speculation schedule needs a step-cost profile (SPS table)");
   views_.reserve(max_running);
@@ -82,16 +83,23 @@ int32_t DraftBudget::replayed_plan(int64_t num_decoding, int32_t bound, const Dr
   std::fill(replay_tau_.begin(), replay_tau_.end(), 0.0);
   std::fill(replay_seconds_.begin(), replay_seconds_.end(), 0.0);
   for (size_t q = 0; q < rounds; ++q) {
+    const int32_t drafts = std::min(recent_drafts_[q], bound);
     const double* a = recent_.data() + q * k;
-    views_.assign(static_cast<size_t>(num_decoding), std::span<const double>(a, std::min(recent_drafts_[q], bound)));
+    views_.assign(static_cast<size_t>(num_decoding), std::span<const double>(a, drafts));
     chosen_.assign(views_.size(), 0);
     prefix_scheduler_.choose(views_, *cost_, chosen_, drafter.at(bound));
-    const int32_t length = chosen_[0];  // the copies are alike
-    double tau = r;
-    for (int32_t n = 0; n <= bound; ++n) {
-      if (n > 0 && n <= length) tau += r * a[n - 1];
+    replay_prefix_[0] = 0.0;  // [i]: a_1 + .. + a_i, the tokens a request verifying i drafts expects
+    for (int32_t i = 0; i < drafts; ++i) replay_prefix_[i + 1] = replay_prefix_[i] + a[i];
+    for (int32_t n = 1; n <= bound; ++n) {
+      double tau = r;
+      int64_t batch = num_decoding;
+      for (const int32_t length : chosen_) {  // alike copies may stop a draft apart at a cut
+        const int32_t kept = std::min(n, length);
+        tau += replay_prefix_[kept];
+        batch += kept;
+      }
       replay_tau_[n] += tau;
-      replay_seconds_[n] += 1.0 / cost_->sps(num_decoding * (1 + std::min(n, length))) + drafter.at(n);
+      replay_seconds_[n] += 1.0 / cost_->sps(batch) + drafter.at(n);
     }
   }
   double best_rate = 0.0;

@@ -96,6 +96,7 @@ class DraftBudget {
   int64_t num_recent_ = 0;                         // rounds kept so far (all time)
   std::vector<double> replay_tau_;                 // [K + 1] replayed tokens by drafts per request
   std::vector<double> replay_seconds_;             // [K + 1] replayed seconds by drafts per request
+  std::vector<double> replay_prefix_;              // [K + 1] one kept round's a_i summed up to i
   std::vector<std::vector<double>> survival_;      // [max_running][K] a_{r,i}
   std::vector<std::span<const double>> views_;     // [max_running]
   std::vector<int32_t> chosen_;                    // [max_running] the prefix scheduler's lengths
